@@ -1,0 +1,93 @@
+"""The algorithm side of the contract.
+
+An algorithm is built from keyword hyperparameters (the constructor only
+stores them), initialised on a model with a ``numpy.random.Generator``,
+advanced one iteration at a time, and asked for its current posterior.  The
+runner owns the loop, the budget, the clock and evaluation.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .capabilities import missing
+
+__all__ = ["Algorithm", "Preset", "Diverged"]
+
+
+class Diverged(FloatingPointError):
+    """Raised by an algorithm whose state became non-finite or invalid."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named configuration of an algorithm class (e.g. Gibbs-SSVI = SVI with
+    Gibbs locals and sampled globals): registry name → report label + fixed
+    hyperparameters."""
+
+    label: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+class Algorithm:
+    """Base class of inference algorithms.
+
+    Subclasses set ``name`` and ``label``, list required capability protocols
+    in ``requires``, store keyword-only hyperparameters in ``__init__`` and
+    implement :meth:`init`, :meth:`step` and :meth:`posterior`.  ``presets``
+    registers further names for fixed hyperparameter settings.
+    """
+
+    name: ClassVar[str]
+    label: ClassVar[str] = ""
+    requires: ClassVar[tuple[type, ...]] = ()
+    presets: ClassVar[dict[str, Preset]] = {}
+
+    # -- hyperparameters (read from the constructor's signature, as scikit-learn does)
+    @classmethod
+    def param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p.name for p in sig.parameters.values() if p.name != "self" and p.kind == p.KEYWORD_ONLY]
+
+    def get_params(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.param_names()}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    # -- compatibility
+    @classmethod
+    def incompatibility(cls, model_cls: type, params: dict[str, Any]) -> str | None:
+        """Why this algorithm (with ``params``) cannot run on ``model_cls``, or None.
+
+        The default checks the required capability protocols; subclasses may
+        add checks that depend on hyperparameters (and call ``super()``).
+        """
+        for protocol in cls.requires:
+            lacking = missing(protocol, model_cls)
+            if lacking:
+                return f"{model_cls.name} does not offer {protocol.__name__} (lacks {', '.join(lacking)})"
+        return None
+
+    def check_params(self) -> None:
+        """Validate hyperparameters before any work (raise ValueError with the fix).
+
+        Called when a study is loaded, so a bad value stops the sweep before it starts.
+        """
+
+    # -- the iteration
+    def init(self, model: Any, rng: np.random.Generator) -> None:
+        """Set up state on ``model``; all randomness, now and in :meth:`step`, from ``rng``."""
+        raise NotImplementedError
+
+    def step(self) -> int:
+        """One iteration.  Returns the number of data points it touched (for epochs)."""
+        raise NotImplementedError
+
+    def posterior(self) -> Any:
+        """The current variational posterior, in the form the model's ``evaluate`` takes."""
+        raise NotImplementedError

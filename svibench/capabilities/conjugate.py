@@ -1,0 +1,94 @@
+"""Capability 1: conditionally conjugate models with global and local variables.
+
+For SVI and its structured variants, batch VMP and Mimno/Gibbs-within-SVI
+(Hoffman et al. 2013; Hoffman & Blei 2014; Shah, Knowles & Ghahramani 2015).
+The global variational parameters λ are natural parameters of exponential
+families, one entry per global variable; the model computes, for a minibatch,
+the sum of the local expected sufficient statistics Σᵢ η̂ᵢ given a *view* of
+the globals: their expected moments under q(β), or one sample β ~ q(β).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["ConditionallyConjugate", "Globals", "LocalApprox", "natural_step"]
+
+#: Global natural parameters: global variable name -> natural-parameter object
+#: of ``svibench.expfam`` (or any object with the same linear arithmetic).
+Globals = Mapping[str, Any]
+
+VIEWS = ("expected", "sampled")
+
+
+@dataclass(frozen=True)
+class LocalApprox:
+    """How the local variables of a minibatch are approximated.
+
+    Parameters
+    ----------
+    kind : {"mf", "titsias", "gibbs"}
+        Mean-field coordinate ascent, the Titsias spike-and-slab form that
+        keeps z–w dependence, or Gibbs sampling from the exact local conditional.
+    burnin, samples : int
+        Gibbs sweeps discarded, then averaged (Shah et al. 2015, §5.1: 3 and 3).
+    inner_iterations : int
+        Cap on mean-field/Titsias local coordinate-ascent sweeps.
+    """
+
+    kind: str = "mf"
+    burnin: int = 3
+    samples: int = 3
+    inner_iterations: int = 20
+
+
+@runtime_checkable
+class ConditionallyConjugate(Protocol):
+    """A model whose complete conditionals of the globals are conjugate.
+
+    Attributes
+    ----------
+    local_kinds : tuple of str
+        The local approximations :meth:`local_statistics` offers.
+    init_methods : tuple of str
+        Accepted ``method`` values of :meth:`init_globals` (first is default).
+    """
+
+    local_kinds: ClassVar[tuple[str, ...]]
+    init_methods: ClassVar[tuple[str, ...]]
+    n_train: int
+
+    def prior_natural(self) -> Globals:
+        """The globals' prior natural parameters η."""
+
+    def init_globals(self, rng: np.random.Generator, method: str) -> Globals:
+        """Initial λ."""
+
+    def expected_view(self, lam: Globals) -> Any:
+        """The globals' moments that local updates need, as expectations under q(β)."""
+
+    def sampled_view(self, lam: Globals, rng: np.random.Generator) -> Any:
+        """The same moments evaluated at one draw β ~ q(β) (structured SVI)."""
+
+    def local_statistics(
+        self, view: Any, batch: np.ndarray, approx: LocalApprox, rng: np.random.Generator
+    ) -> Globals:
+        """Σ_{i ∈ batch} η̂ᵢ: local expected sufficient statistics, in natural-parameter form.
+
+        Unscaled: the algorithm multiplies by N/|B|.  Adding :meth:`prior_natural`
+        to the statistics of the full data gives the batch coordinate-ascent
+        update of every global.
+        """
+
+
+def natural_step(lam: Globals, eta: Globals, stats: Globals, rho: float, scale: float) -> dict[str, Any]:
+    """The SVI natural-gradient step λ ← (1 − ρ)λ + ρ(η + (N/|B|) Σᵢ η̂ᵢ).
+
+    References
+    ----------
+    Hoffman, Blei, Wang & Paisley (2013), "Stochastic Variational Inference",
+    eq. 37; ``scale`` is N/|B|.
+    """
+    return {name: (1.0 - rho) * lam[name] + rho * (eta[name] + scale * stats[name]) for name in lam}

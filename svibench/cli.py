@@ -1,0 +1,128 @@
+"""The ``svibench`` command line: list, run, report."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .data import DataError
+from .registry import RegistryError, get_registry
+from .results import ResultsError, open_results
+from .study import StudyError, load_study
+from .summary import final_table, format_table
+from .sweep import SweepError, run_study
+
+__all__ = ["main"]
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    reg = get_registry(tuple(args.plugin))
+    print("Algorithms:")
+    for name, entry in sorted(reg.algorithms.items()):
+        fixed = ", ".join(f"{k}={v}" for k, v in entry.fixed.items())
+        print(f"  {name:<16} {entry.label:<18} {fixed + '  ' if fixed else ''}[{entry.source}]")
+    print("Models:")
+    for name, (cls, source) in sorted(reg.models.items()):
+        print(f"  {name:<16} data: {', '.join(cls.data_kinds):<16} metrics: {', '.join(cls.metrics)}  [{source}]")
+    print("Datasets:")
+    for name, (info, source) in sorted(reg.datasets.items()):
+        print(f"  {name:<22} {info.kind:<15} {info.description}")
+    matrix = reg.compatibility()
+    models = sorted(reg.models)
+    print("Compatibility (algorithm × model; x = runs, . = skipped):")
+    width = max([len(m) for m in models] + [3])
+    print("  " + " " * 16 + " ".join(f"{m:>{width}}" for m in models))
+    for alg in sorted(reg.algorithms):
+        print(f"  {alg:<16}" + " ".join(f"{'x' if matrix[(alg, m)] is None else '.':>{width}}" for m in models))
+    reasons = [(a, m, r) for (a, m), r in sorted(matrix.items()) if r is not None]
+    if reasons:
+        print("Skipped pairs:")
+        for a, m, r in reasons:
+            print(f"  {a} on {m}: {r}")
+    if reg.unavailable:
+        print("Unavailable (failed to load):")
+        for source, reason in sorted(reg.unavailable.items()):
+            print(f"  {source}: {reason}")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .executors import run_local
+
+    study = load_study(args.study, scale=args.scale, plugins=tuple(str(Path(p).resolve()) for p in args.plugin))
+    out = Path(args.output) if args.output else Path(args.study).resolve().parent / "results"
+    workers = args.workers or os.cpu_count() or 1
+    if not args.quiet:
+        print(f"study {study.name!r} ({study.scale} scale): {len(study.runs)} runs, {workers} worker(s) -> {out}")
+        for skip in study.skipped:
+            print(f"  skipped {skip.algorithm} on {skip.problem}: {skip.reason}")
+    try:
+        result = run_study(
+            study,
+            out,
+            lambda specs: run_local(specs, workers=workers),
+            resume=not args.no_resume,
+            retry_failed=not args.keep_failed,
+            force=args.force,
+            progress=False if args.quiet else None,
+        )
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: finished runs are in {out}; run the same command again to resume", file=sys.stderr)
+        return 130
+    if result.corrupt:
+        print(f"unreadable run files (run again): {', '.join(result.corrupt)}", file=sys.stderr)
+    if not args.quiet:
+        print(f"{len(result.executed)} runs made, {len(result.reused)} already on disk")
+        ds = open_results(out, skip_corrupt=True)
+        print(format_table(final_table(ds)).to_string())
+        bad = {k: v for k, v in result.statuses.items() if v != "ok"}
+        if bad:
+            print(f"{len(bad)} run(s) not ok; see `message` in the results")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    print("svibench report: not available yet (the reports issue is open); "
+          "open the results with svibench.open_results(PATH) meanwhile", file=sys.stderr)
+    return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="svibench", description="Compare stochastic variational inference algorithms.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("list", help="algorithms, models, datasets and which pairs are compatible")
+    p.add_argument("--plugin", action="append", default=[], metavar="FILE", help="load algorithms from a Python file")
+    p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("run", help="run a study file")
+    p.add_argument("study", help="the study's TOML file")
+    p.add_argument("-o", "--output", help="results folder (default: results/ beside the study file)")
+    p.add_argument("--workers", type=int, default=0, help="worker processes (default: number of cores)")
+    p.add_argument("--scale", default="default", help="a [scales.NAME] of the study, e.g. 'paper'")
+    p.add_argument("--no-resume", action="store_true", help="make every run again even if it is on disk")
+    p.add_argument("--keep-failed", action="store_true", help="when resuming, do not retry failed/timed-out runs")
+    p.add_argument("--force", action="store_true", help="add to a results folder of a different study version")
+    p.add_argument("--plugin", action="append", default=[], metavar="FILE", help="load algorithms from a Python file")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("report", help="write an HTML and Markdown report of saved results")
+    p.add_argument("results")
+    p.add_argument("-o", "--output", required=True)
+    p.set_defaults(func=_cmd_report)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (StudyError, RegistryError, DataError, ResultsError, SweepError) as exc:
+        print(f"svibench: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""Datasets and the data directory.
+
+A :class:`Dataset` is arrays plus a train/test split.  Real files are read from
+the data directory (``SVIBENCH_DATA_DIR``, default ``~/.cache/svibench``); a
+missing file is downloaded from its pinned public source and every file is
+verified by SHA-256 before use (DESIGN.md, "Data").
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = [
+    "Dataset",
+    "DataFile",
+    "DataError",
+    "DatasetUnavailable",
+    "data_dir",
+    "fetch",
+    "dataset",
+    "check_finite",
+]
+
+
+class DataError(RuntimeError):
+    """A data file is missing, corrupt or malformed; the message says how to fix it."""
+
+
+class DatasetUnavailable(DataError):
+    """A dataset cannot be provided on this machine (the reason is the message)."""
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Arrays of one problem instance.
+
+    Parameters
+    ----------
+    name : str
+        Registry name, e.g. ``"australian"``.
+    train, test : dict of str to ndarray
+        The split.  Which keys exist is a matter between the dataset and the
+        models of its ``kind`` (e.g. ``X``/``y`` for classification).
+    kind : str
+        What the arrays mean (``"density"``, ``"regression"``,
+        ``"classification"``, ``"factor"``, ``"images"``, ...).
+    meta : dict
+        Anything else a model or metric needs (image shapes, masks' origin,
+        true parameters of synthetic data, the source and checksum of real data).
+    """
+
+    name: str
+    kind: str
+    train: dict[str, np.ndarray]
+    test: dict[str, np.ndarray] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for split, arrays in (("train", self.train), ("test", self.test)):
+            for key, value in arrays.items():
+                if isinstance(value, np.ndarray):
+                    value.setflags(write=False)  # algorithms must not mutate data
+                    check_finite(value, f"{self.name}: {split}[{key!r}]")
+
+
+def check_finite(array: np.ndarray, what: str) -> None:
+    """Raise :class:`DataError` if a float array holds NaN or inf.
+
+    Missing values are expressed with masks, never with NaN.
+    """
+    if np.issubdtype(np.asarray(array).dtype, np.floating) and not np.all(np.isfinite(array)):
+        bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
+        raise DataError(
+            f"{what} holds {bad} NaN/inf value(s); svibench expresses missing "
+            "entries with a mask, so clean the data or pass a mask"
+        )
+
+
+def data_dir() -> Path:
+    """The data directory: ``$SVIBENCH_DATA_DIR`` or ``~/.cache/svibench``."""
+    env = os.environ.get("SVIBENCH_DATA_DIR")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "svibench"
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A real data file: its place under the data directory, pinned source and checksum.
+
+    ``url`` points at the file at a fixed commit of its public repository
+    (``../shared/data/SOURCES.md``), so the bytes behind it never change.
+    """
+
+    path: str
+    sha256: str
+    url: str
+    source: str
+
+    def describe(self) -> str:
+        return f"{self.path} (source: {self.source}; {self.url})"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fetch(file: DataFile, *, download: bool = True) -> Path:
+    """Return the local path of a verified data file, downloading it if missing.
+
+    Raises
+    ------
+    DataError
+        If the file is missing and cannot be downloaded, or its checksum is
+        wrong; the message names the file, the folder and the source.
+    """
+    root = data_dir()
+    path = root / file.path
+    if not path.exists():
+        if not download:
+            raise DataError(f"{file.path} is not in the data directory {root}; get it from {file.source}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with urllib.request.urlopen(file.url, timeout=30) as response, tempfile.NamedTemporaryFile(
+                dir=path.parent, delete=False
+            ) as tmp:
+                shutil.copyfileobj(response, tmp)
+            os.replace(tmp.name, path)
+        except Exception as exc:  # network down, read-only folder, 404, ...
+            raise DataError(
+                f"{file.path} is not in the data directory {root} and downloading it failed "
+                f"({type(exc).__name__}: {exc}). Download it by hand from {file.url} "
+                f"({file.source}) into {path.parent}, or set SVIBENCH_DATA_DIR to a folder that holds it."
+            ) from None
+    actual = _sha256(path)
+    if actual != file.sha256:
+        raise DataError(
+            f"{path} is corrupt: SHA-256 {actual} but {file.sha256} was expected. "
+            f"Delete it and fetch it again from {file.url} ({file.source})."
+        )
+    return path
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What the registry knows of a dataset without loading it."""
+
+    name: str
+    kind: str
+    description: str
+    loader: Callable[..., Dataset]
+
+
+def dataset(name: str, *, kind: str, description: str = "") -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
+    """Mark a loader function as the dataset ``name``.
+
+    The registry collects marked functions from the modules of
+    ``svibench.datasets`` (and from plugins).  The loader's keyword arguments
+    are the dataset's parameters in a study file; a ``seed`` parameter, if
+    any, seeds synthetic generation or random splits.
+    """
+
+    def mark(loader: Callable[..., Dataset]) -> Callable[..., Dataset]:
+        doc = description or (loader.__doc__ or "").strip().split("\n")[0]
+        loader._svibench_dataset = DatasetInfo(name, kind, doc, loader)  # type: ignore[attr-defined]
+        return loader
+
+    return mark

@@ -1,0 +1,56 @@
+"""The model side of the contract.
+
+A model is bound to one dataset at construction (that is its job: precompute
+what inference needs).  It offers capabilities (``svibench.capabilities``) to
+algorithms and evaluates whatever variational posterior an algorithm hands it.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .data import Dataset
+
+__all__ = ["Model", "IncompatibleData"]
+
+
+class IncompatibleData(ValueError):
+    """The dataset's kind or arrays do not fit the model."""
+
+
+class Model:
+    """Base class of models.
+
+    Subclasses set ``name`` (registry key), ``data_kinds`` (dataset kinds they
+    accept) and ``metrics`` (names :meth:`evaluate` may report), take the
+    dataset plus keyword-only hyperparameters in ``__init__``, and implement
+    :meth:`evaluate` and :attr:`n_train`.
+    """
+
+    name: ClassVar[str]
+    data_kinds: ClassVar[tuple[str, ...]]
+    metrics: ClassVar[tuple[str, ...]] = ("elbo", "heldout_loglik")
+
+    def __init__(self, data: Dataset) -> None:
+        if data.kind not in self.data_kinds:
+            raise IncompatibleData(
+                f"model {self.name!r} takes datasets of kind {', '.join(self.data_kinds)}; "
+                f"{data.name!r} is of kind {data.kind!r}"
+            )
+        self.data = data
+
+    @property
+    def n_train(self) -> int:
+        """Number of training data points (the ``N`` of the epoch count)."""
+        raise NotImplementedError
+
+    def evaluate(self, posterior: Any, rng: np.random.Generator) -> dict[str, float]:
+        """Metrics of a variational posterior.
+
+        Returns only metrics that apply to this posterior; the runner records
+        NaN for the others.  A returned value that is NaN or inf marks the run
+        as diverged.  ``rng`` serves Monte-Carlo metrics; it is not the
+        algorithm's generator, so evaluation never perturbs a trajectory.
+        """
+        raise NotImplementedError

@@ -1,0 +1,184 @@
+"""Results on disk: one netCDF file per finished run, opened together as one Dataset.
+
+Layout of a results folder::
+
+    OUT/manifest.json        study, its hash, environment, run ids with status
+    OUT/runs/<run_id>.nc     one run: dim ``checkpoint``; identity in attributes
+
+Files are written to a temporary name and renamed, so a file either holds a
+whole run or does not exist.  netCDF-3 via scipy keeps the dependency list at
+the base set (no HDF5 library).
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import tempfile
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["write_run", "read_run", "open_results", "run_files", "environment", "ResultsError", "RUN_COORDS"]
+
+#: Per-run attributes that become coordinates along ``run`` in the combined Dataset.
+RUN_COORDS = ("run_id", "problem", "model", "dataset", "algorithm", "label", "seed", "params", "status", "message")
+
+
+class ResultsError(RuntimeError):
+    """A results path that is missing, empty or holds unreadable files."""
+
+
+@lru_cache(maxsize=1)
+def environment() -> dict[str, str]:
+    """svibench version, git commit, library versions and machine, for the results' attributes."""
+    env = {"svibench_version": _version("svibench"), "git_commit": _git_commit()}
+    for lib in ("numpy", "scipy", "xarray", "pandas"):
+        env[f"{lib}_version"] = _version(lib)
+    env["python_version"] = platform.python_version()
+    env["machine"] = f"{platform.node()} {platform.machine()} {platform.system()} {os.cpu_count()} cpus"
+    return env
+
+
+def _version(dist: str) -> str:
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _git_commit() -> str:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=here, capture_output=True, text=True, timeout=5
+        ).stdout.strip()
+        return out + ("-dirty" if dirty else "")
+    except Exception:
+        return "unknown"
+
+
+def _atomic_write(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_run(ds: xr.Dataset, folder: str | Path) -> Path:
+    """Write one run atomically to ``folder/runs/<run_id>.nc``; return the path."""
+    ds = ds.copy()
+    ds.attrs.update(environment())
+    path = Path(folder) / "runs" / f"{ds.attrs['run_id']}.nc"
+    _atomic_write(path, lambda tmp: ds.to_netcdf(tmp, engine="scipy"))
+    return path
+
+
+def write_json(path: Path, obj) -> None:
+    """Write JSON atomically."""
+    def dump(tmp: str) -> None:
+        with open(tmp, "w") as fh:
+            json.dump(obj, fh, indent=1, sort_keys=True)
+    _atomic_write(Path(path), dump)
+
+
+def read_run(path: str | Path) -> xr.Dataset:
+    """Read one run file into memory; a truncated or corrupt file raises :class:`ResultsError`."""
+    try:
+        with xr.open_dataset(path, engine="scipy") as ds:
+            loaded = ds.load()
+        if "run_id" not in loaded.attrs:
+            raise ValueError("no run_id attribute")
+        return loaded
+    except Exception as exc:
+        raise ResultsError(f"run file {path} is unreadable ({type(exc).__name__}: {exc}); delete it to run it again") from None
+
+
+def run_files(folder: str | Path) -> list[Path]:
+    return sorted((Path(folder) / "runs").glob("*.nc"))
+
+
+def open_results(path: str | Path, *, skip_corrupt: bool = False) -> xr.Dataset:
+    """Open a study's results as one Dataset with dims ``run`` × ``checkpoint``.
+
+    Parameters
+    ----------
+    path : str or Path
+        A results folder (holding ``runs/``) or a single run file.
+    skip_corrupt : bool
+        Leave out unreadable run files (their names are listed in the
+        ``corrupt_files`` attribute) instead of raising.
+
+    Returns
+    -------
+    xarray.Dataset
+        Variables ``iteration``, ``epoch``, ``time`` and every metric, NaN where
+        a run has fewer checkpoints or a metric does not apply; per-run
+        coordinates ``problem``, ``model``, ``dataset``, ``algorithm``,
+        ``label``, ``seed``, ``params`` (JSON), ``status``, ``message``;
+        attributes from the manifest (study, versions, git commit, machine).
+
+    Examples
+    --------
+    >>> ds = open_results("reports/quickstart/results")          # doctest: +SKIP
+    >>> ds.elbo.where(ds.algorithm == "vmp", drop=True).isel(checkpoint=-1)   # doctest: +SKIP
+    """
+    path = Path(path)
+    if path.is_file():
+        files = [path]
+        folder = path.parent.parent
+    elif path.is_dir():
+        files = run_files(path)
+        folder = path
+    else:
+        raise ResultsError(f"no results at {path}: give a results folder (holding runs/) or a run file")
+    runs, corrupt = [], []
+    for file in files:
+        try:
+            runs.append(read_run(file))
+        except ResultsError:
+            if not skip_corrupt:
+                raise
+            corrupt.append(file.name)
+    if not runs:
+        raise ResultsError(f"{path} holds no readable run files" + (f" ({len(corrupt)} corrupt)" if corrupt else ""))
+    runs.sort(key=lambda ds: (ds.attrs["problem"], ds.attrs["label"], int(ds.attrs["seed"]), ds.attrs["run_id"]))
+    coords = {name: ("run", [_attr(ds, name) for ds in runs]) for name in RUN_COORDS}
+    combined = xr.concat(
+        [ds.drop_attrs() if hasattr(ds, "drop_attrs") else ds.assign_attrs({}) for ds in runs],
+        dim="run",
+        join="outer",
+        fill_value=np.nan,
+        data_vars="all",
+        coords="minimal",
+        compat="override",
+    )
+    combined = combined.assign_coords(coords)
+    combined = combined.assign_coords(run=np.arange(len(runs)))
+    manifest = folder / "manifest.json"
+    attrs = {k: v for k, v in runs[0].attrs.items() if k in environment() or k == "study"}
+    if manifest.exists():
+        info = json.loads(manifest.read_text())
+        attrs.update({k: v for k, v in info.items() if isinstance(v, (str, int, float))})
+        attrs["study_toml"] = info.get("study_toml", "")
+    if corrupt:
+        attrs["corrupt_files"] = ", ".join(corrupt)
+    combined.attrs = attrs
+    return combined
+
+
+def _attr(ds: xr.Dataset, name: str):
+    value = ds.attrs.get(name, "")
+    return int(value) if name == "seed" else str(value)

@@ -1,0 +1,323 @@
+"""Study files: problems × algorithms (with hyperparameter grids) × seeds × budget.
+
+A study is a TOML file (read with the standard library's ``tomllib``)::
+
+    [study]
+    name = "quickstart"
+    seeds = [0, 1, 2]
+    timeout = 600                 # optional, seconds of wall-clock per run
+
+    [budget]                      # any of iterations / epochs / seconds
+    iterations = 200
+    checkpoints = 20              # how many, log-spaced (or spacing = "linear", or at = [...])
+
+    [[problem]]
+    model = "gmm"
+    dataset = "gmm-synthetic"
+    dataset_params = { n = 2000 }
+
+    [[algorithm]]
+    name = "svi"
+    params = { batch_size = 100, kappa = [0.6, 0.9] }   # a list is a grid
+
+    [scales.paper]                # `svibench run --scale paper` merges these in
+    seeds = [0, 1, 2, 3, 4]
+    dataset_params = { n = 100000 }
+
+    [[paper]]                     # published numbers, for the report
+    problem = "gmm/synthetic"
+    algorithm = "SVI"
+    metric = "elbo"
+    value = -1.0
+
+Validation happens before any work: every error names the key, what was
+expected and what was found, in one line.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import itertools
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .registry import Registry, RegistryError, get_registry
+from .spec import Budget, Checkpoints, ProblemSpec, RunSpec, canonical_json
+
+__all__ = ["Study", "StudyError", "load_study", "parse_study"]
+
+
+class StudyError(ValueError):
+    """A study file that cannot be run; the message names the key and the fix."""
+
+
+TOP_KEYS = {"study", "budget", "problem", "algorithm", "scales", "paper", "report"}
+STUDY_KEYS = {"name", "description", "seeds", "timeout"}
+BUDGET_KEYS = {"iterations", "epochs", "seconds", "checkpoints", "spacing", "at"}
+PROBLEM_KEYS = {"name", "model", "dataset", "model_params", "dataset_params"}
+ALGORITHM_KEYS = {"name", "label", "params"}
+SCALE_KEYS = {"seeds", "budget", "timeout", "model_params", "dataset_params", "algorithm_params"}
+PAPER_KEYS = {"problem", "algorithm", "metric", "value", "sd", "note"}
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An algorithm–problem pair that cannot run, and why."""
+
+    problem: str
+    algorithm: str
+    reason: str
+
+
+@dataclass
+class Study:
+    """A validated study, expanded into runs."""
+
+    name: str
+    description: str
+    runs: list[RunSpec]
+    skipped: list[Skipped]
+    paper: list[dict[str, Any]]
+    report: dict[str, Any]
+    source: str
+    scale: str
+    plugins: tuple[str, ...] = ()
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def hash(self) -> str:
+        """Identity of what the runs compute (not of comments or report settings)."""
+        ids = sorted(run.run_id for run in self.runs)
+        return hashlib.sha1(canonical_json([self.name, ids]).encode()).hexdigest()[:16]
+
+
+def load_study(path: str | Path, *, scale: str = "default", plugins: tuple[str, ...] = ()) -> Study:
+    """Read and validate a study file (``scale`` picks a ``[scales.NAME]`` override)."""
+    path = Path(path)
+    if not path.is_file():
+        raise StudyError(f"study file {path} does not exist")
+    try:
+        text = path.read_text()
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise StudyError(f"{path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise StudyError(f"{path} is not a UTF-8 text file") from None
+    return parse_study(raw, source=str(path), scale=scale, plugins=plugins, text=text)
+
+
+def _type_name(value: Any) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _check_keys(table: Any, allowed: set[str], where: str) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise StudyError(f"{where}: expected a table, got {_type_name(table)}")
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise StudyError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(sorted(allowed))}")
+    return table
+
+
+def _positive(value: Any, where: str, kind: type) -> Any:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else (
+        isinstance(value, int) and not isinstance(value, bool)
+    )
+    if not ok or value <= 0:
+        raise StudyError(f"{where}: expected a positive {'number' if kind is float else 'integer'}, got {_type_name(value)}")
+    return kind(value)
+
+
+def _merge(base: dict, override: dict) -> dict:
+    out = dict(base)
+    for key, value in override.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def _grid(params: Any, where: str) -> list[tuple[dict[str, Any], list[str]]]:
+    """Cartesian product of list-valued params → [(params, names varied)]."""
+    if not isinstance(params, dict):
+        raise StudyError(f"{where}: expected a table of parameters, got {_type_name(params)}")
+    keys = sorted(params)
+    axes = []
+    for key in keys:
+        value = params[key]
+        if isinstance(value, list):
+            if not value:
+                raise StudyError(f"{where}.{key}: empty grid; give at least one value")
+            axes.append(value)
+        else:
+            axes.append([value])
+    varied = [k for k in keys if isinstance(params[k], list) and len(params[k]) > 1]
+    return [(dict(zip(keys, combo)), varied) for combo in itertools.product(*axes)]
+
+
+def _check_params(given: dict[str, Any], func: Any, names: list[str], where: str, owner: str) -> None:
+    """Names must exist; a value must match the type of the default where there is one."""
+    for key, value in given.items():
+        if key not in names:
+            raise StudyError(f"{where}: {owner} has no parameter {key!r}; valid: {', '.join(names) or '(none)'}")
+        param = inspect.signature(func).parameters.get(key)
+        default = param.default if param is not None else inspect.Parameter.empty
+        if default is inspect.Parameter.empty or default is None:
+            continue
+        expected = type(default)
+        ok = isinstance(value, expected) or (expected is float and isinstance(value, int))
+        if isinstance(value, bool) != isinstance(default, bool):
+            ok = False
+        if not ok:
+            raise StudyError(f"{where}.{key}: expected {expected.__name__} (like the default {default!r}), got {_type_name(value)}")
+
+
+def parse_study(
+    raw: dict[str, Any],
+    *,
+    source: str = "<study>",
+    scale: str = "default",
+    plugins: tuple[str, ...] = (),
+    text: str = "",
+    registry: Registry | None = None,
+) -> Study:
+    """Validate a parsed study table and expand it into :class:`RunSpec` s."""
+    registry = registry or get_registry(tuple(plugins))
+    _check_keys(raw, TOP_KEYS, source)
+    scales = raw.get("scales", {})
+    if not isinstance(scales, dict):
+        raise StudyError(f"[scales]: expected a table of named scales, got {_type_name(scales)}")
+    overrides: dict[str, Any] = {}
+    if scale != "default":
+        if scale not in scales:
+            raise StudyError(f"{source}: no [scales.{scale}] table; available scales: default{''.join(', ' + s for s in sorted(scales))}")
+        overrides = _check_keys(scales[scale], SCALE_KEYS, f"[scales.{scale}]")
+    for name, table in scales.items():
+        _check_keys(table, SCALE_KEYS, f"[scales.{name}]")
+
+    study = dict(_check_keys(raw.get("study", {}), STUDY_KEYS, "[study]"))
+    for key in ("seeds", "timeout"):
+        if key in overrides:
+            study[key] = overrides[key]
+    name = study.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise StudyError(f"[study] name: expected a non-empty string, got {_type_name(name)}")
+    seeds = study.get("seeds", [0])
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
+        seeds = list(range(seeds))
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
+        raise StudyError(f"[study] seeds: expected a non-empty list of non-negative integers (or a count), got {_type_name(seeds)}")
+    if len(set(seeds)) != len(seeds):
+        raise StudyError(f"[study] seeds: {seeds} repeats a seed")
+    timeout = study.get("timeout")
+    if timeout is not None:
+        timeout = _positive(timeout, "[study] timeout", float)
+
+    budget_raw = _merge(_check_keys(raw.get("budget", {}), BUDGET_KEYS, "[budget]"), overrides.get("budget", {}))
+    _check_keys(budget_raw, BUDGET_KEYS, "[budget]")
+    limits = {}
+    for key, kind in (("iterations", int), ("epochs", float), ("seconds", float)):
+        if key in budget_raw:
+            limits[key] = _positive(budget_raw[key], f"[budget] {key}", kind)
+    if not limits:
+        raise StudyError("[budget]: set at least one of iterations, epochs, seconds")
+    budget = Budget(**limits)
+    spacing = budget_raw.get("spacing", "log")
+    if spacing not in ("log", "linear"):
+        raise StudyError(f"[budget] spacing: expected 'log' or 'linear', got {_type_name(spacing)}")
+    at = budget_raw.get("at", [])
+    if not isinstance(at, list) or not all(isinstance(a, (int, float)) and not isinstance(a, bool) and a > 0 for a in at):
+        raise StudyError(f"[budget] at: expected a list of positive numbers, got {_type_name(at)}")
+    checkpoints = Checkpoints(count=_positive(budget_raw.get("checkpoints", 20), "[budget] checkpoints", int), spacing=spacing, at=tuple(at))
+
+    problems_raw = raw.get("problem")
+    if not isinstance(problems_raw, list) or not problems_raw:
+        raise StudyError("[[problem]]: a study needs at least one [[problem]] table")
+    problems: list[ProblemSpec] = []
+    for i, table in enumerate(problems_raw):
+        where = f"[[problem]] #{i + 1}"
+        table = _check_keys(table, PROBLEM_KEYS, where)
+        for key in ("model", "dataset"):
+            if not isinstance(table.get(key), str):
+                raise StudyError(f"{where} {key}: expected a name (string), got {_type_name(table.get(key))}")
+        try:
+            model_cls = registry.model(table["model"])
+            info = registry.dataset(table["dataset"])
+        except RegistryError as exc:
+            raise StudyError(f"{where}: {exc}") from None
+        if info.kind not in model_cls.data_kinds:
+            raise StudyError(
+                f"{where}: model {model_cls.name!r} takes datasets of kind {', '.join(model_cls.data_kinds)}; "
+                f"dataset {info.name!r} is of kind {info.kind!r}"
+            )
+        model_params = _merge(table.get("model_params", {}), overrides.get("model_params", {}))
+        dataset_params = _merge(table.get("dataset_params", {}), {
+            k: v for k, v in overrides.get("dataset_params", {}).items() if k in inspect.signature(info.loader).parameters
+        })
+        model_names = [p for p in inspect.signature(model_cls.__init__).parameters if p not in ("self", "data")]
+        for mp, m_varied in _grid(model_params, f"{where} model_params"):
+            _check_params(mp, model_cls.__init__, model_names, f"{where} model_params", f"model {model_cls.name!r}")
+            for dp, d_varied in _grid(dataset_params, f"{where} dataset_params"):
+                _check_params(dp, info.loader, list(inspect.signature(info.loader).parameters), f"{where} dataset_params", f"dataset {info.name!r}")
+                base = table.get("name") or f"{model_cls.name}/{info.name}"
+                suffix = ", ".join(f"{k}={v}" for k, v in [*((k, mp[k]) for k in m_varied), *((k, dp[k]) for k in d_varied)])
+                problems.append(ProblemSpec(f"{base} ({suffix})" if suffix else base, model_cls.name, info.name, mp, dp))
+    if len({p.name for p in problems}) != len(problems):
+        raise StudyError("[[problem]]: two problems have the same name; give them distinct `name`s")
+
+    algorithms_raw = raw.get("algorithm")
+    if not isinstance(algorithms_raw, list) or not algorithms_raw:
+        raise StudyError("[[algorithm]]: a study needs at least one [[algorithm]] table")
+    runs: list[RunSpec] = []
+    skipped: list[Skipped] = []
+    for i, table in enumerate(algorithms_raw):
+        where = f"[[algorithm]] #{i + 1}"
+        table = _check_keys(table, ALGORITHM_KEYS, where)
+        if not isinstance(table.get("name"), str):
+            raise StudyError(f"{where} name: expected an algorithm name (string), got {_type_name(table.get('name'))}")
+        try:
+            entry = registry.algorithm(table["name"])
+        except RegistryError as exc:
+            raise StudyError(f"{where}: {exc}") from None
+        where = f"{where} ({entry.name})"
+        accepted = entry.param_names()
+        params = dict(table.get("params", {}))
+        params.update({k: v for k, v in overrides.get("algorithm_params", {}).items() if k in accepted})
+        label_base = table.get("label", entry.label)
+        if not isinstance(label_base, str):
+            raise StudyError(f"{where} label: expected a string, got {_type_name(label_base)}")
+        for combo, varied in _grid(params, f"{where} params"):
+            _check_params(combo, entry.cls.__init__, accepted, f"{where} params", f"algorithm {entry.name!r}")
+            try:
+                entry.build(combo).check_params()
+            except (ValueError, TypeError) as exc:
+                raise StudyError(f"{where} params {canonical_json(combo)}: {exc}") from None
+            label = label_base + (" (" + ", ".join(f"{k}={combo[k]}" for k in varied) + ")" if varied else "")
+            for problem in problems:
+                reason = entry.incompatibility(registry.model(problem.model), combo)
+                if reason:
+                    skipped.append(Skipped(problem.name, label, reason))
+                    continue
+                for seed in seeds:
+                    runs.append(RunSpec(name, problem, entry.name, label, combo, seed, budget, checkpoints, timeout, tuple(plugins)))
+    ids = [r.run_id for r in runs]
+    if len(set(ids)) != len(ids):
+        raise StudyError("[[algorithm]]: two entries describe the same runs (same algorithm and parameters); remove one")
+    if not runs:
+        reasons = "; ".join(f"{s.algorithm} on {s.problem}: {s.reason}" for s in skipped)
+        raise StudyError(f"no algorithm in the study can run on any of its problems: {reasons}")
+
+    paper = raw.get("paper", [])
+    if not isinstance(paper, list):
+        raise StudyError(f"[[paper]]: expected an array of tables, got {_type_name(paper)}")
+    for i, row in enumerate(paper):
+        _check_keys(row, PAPER_KEYS, f"[[paper]] #{i + 1}")
+        for key in ("problem", "algorithm", "metric"):
+            if not isinstance(row.get(key), str):
+                raise StudyError(f"[[paper]] #{i + 1} {key}: expected a string, got {_type_name(row.get(key))}")
+        if not isinstance(row.get("value"), (int, float)) or isinstance(row.get("value"), bool):
+            raise StudyError(f"[[paper]] #{i + 1} value: expected a number, got {_type_name(row.get('value'))}")
+    report = raw.get("report", {})
+    if not isinstance(report, dict):
+        raise StudyError(f"[report]: expected a table, got {_type_name(report)}")
+    return Study(name, str(study.get("description", "")), runs, skipped, paper, report, source, scale, tuple(plugins), raw | {"_text": text})

@@ -1,0 +1,55 @@
+"""Final-metric tables computed from saved results (never from live runs)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+__all__ = ["final_values", "final_table", "format_table", "metric_names"]
+
+NOT_METRICS = ("iteration", "epoch", "time")
+
+
+def metric_names(ds: xr.Dataset) -> list[str]:
+    """The metric variables of a results Dataset (everything but iteration/epoch/time)."""
+    return [str(v) for v in ds.data_vars if v not in NOT_METRICS]
+
+
+def final_values(ds: xr.Dataset) -> pd.DataFrame:
+    """One row per run: its identity and the last recorded value of every tracked variable."""
+    last = ds["iteration"].notnull().sum("checkpoint") - 1
+    rows = []
+    for r in range(ds.sizes["run"]):
+        k = int(last[r])
+        row = {name: str(ds[name].values[r]) for name in ("problem", "label", "algorithm", "status", "message")}
+        row["seed"] = int(ds["seed"].values[r])
+        for var in ("iteration", "epoch", "time", *metric_names(ds)):
+            row[var] = float(ds[var].values[r, k]) if k >= 0 else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def final_table(ds: xr.Dataset) -> pd.DataFrame:
+    """Mean and sd over seeds of the final values, per (problem, label)."""
+    finals = final_values(ds)
+    value_cols = ["time", *metric_names(ds)]
+    grouped = finals.groupby(["problem", "label"], sort=True)
+    table = grouped[value_cols].agg(["mean", "std"])
+    table[("runs", "n")] = grouped.size()
+    table[("runs", "ok")] = grouped["status"].apply(lambda s: int((s == "ok").sum()))
+    return table
+
+
+def format_table(table: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
+    """``mean ± sd`` strings, one column per variable; all-NaN columns dropped."""
+    out = pd.DataFrame(index=table.index)
+    for var in dict.fromkeys(c[0] for c in table.columns if c[0] != "runs"):
+        mean, sd = table[(var, "mean")], table[(var, "std")]
+        if mean.isna().all():
+            continue
+        out[var] = [
+            "—" if np.isnan(m) else (f"{m:.{digits}g}" if np.isnan(s) else f"{m:.{digits}g} ± {s:.2g}")
+            for m, s in zip(mean, sd)
+        ]
+    out["runs ok"] = [f"{ok}/{n}" for ok, n in zip(table[("runs", "ok")], table[("runs", "n")])]
+    return out

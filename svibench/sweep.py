@@ -1,0 +1,126 @@
+"""A sweep: run a study's missing runs and write each one to disk as it finishes."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import xarray as xr
+
+from .progress import Progress
+from .results import ResultsError, environment, read_run, run_files, write_json, write_run
+from .spec import RunSpec
+from .study import Study
+
+__all__ = ["run_study", "SweepResult", "SweepError", "completed_runs"]
+
+RETRYABLE = ("failed", "timeout")
+
+
+class SweepError(RuntimeError):
+    """The results folder belongs to a different study, or similar; the message says what to do."""
+
+
+@dataclass
+class SweepResult:
+    """What a sweep did: runs executed, runs already on disk, statuses, unreadable files."""
+
+    folder: Path
+    executed: list[str] = field(default_factory=list)
+    reused: list[str] = field(default_factory=list)
+    statuses: dict[str, str] = field(default_factory=dict)
+    corrupt: list[str] = field(default_factory=list)
+
+
+def completed_runs(folder: Path) -> tuple[dict[str, str], list[str]]:
+    """Run id → status of the readable run files, and the names of unreadable ones."""
+    status, corrupt = {}, []
+    for file in run_files(folder):
+        try:
+            status[file.stem] = str(read_run(file).attrs["status"])
+        except ResultsError:
+            corrupt.append(file.name)
+    return status, corrupt
+
+
+def _manifest(study: Study, statuses: dict[str, str]) -> dict:
+    return {
+        "study": study.name,
+        "study_hash": study.hash,
+        "study_file": study.source,
+        "study_toml": study.raw.get("_text", ""),
+        "scale": study.scale,
+        **environment(),
+        "runs": {
+            run.run_id: {"problem": run.problem.name, "label": run.label, "seed": run.seed, "status": statuses.get(run.run_id, "missing")}
+            for run in study.runs
+        },
+        "skipped": [vars(s) for s in study.skipped],
+        "paper": study.paper,
+        "report": study.report,
+    }
+
+
+Executor = Callable[[Sequence[RunSpec]], Iterator[xr.Dataset]]
+
+
+def run_study(
+    study: Study,
+    out: str | Path,
+    executor: Executor,
+    *,
+    resume: bool = True,
+    retry_failed: bool = True,
+    force: bool = False,
+    progress: bool | None = None,
+) -> SweepResult:
+    """Run what is missing of ``study`` into ``out`` with ``executor``.
+
+    Parameters
+    ----------
+    resume : bool
+        Keep runs already in ``out`` (when False, every run is made again).
+    retry_failed : bool
+        With ``resume``, make ``failed``/``timeout`` runs again.
+    force : bool
+        Accept a results folder written for a different version of the study.
+    """
+    folder = Path(out)
+    result = SweepResult(folder)
+    manifest_path = folder / "manifest.json"
+    if manifest_path.exists() and not force:
+        old = json.loads(manifest_path.read_text())
+        if old.get("study") != study.name or (old.get("study_hash") != study.hash and resume):
+            stored = set(old.get("runs", {}))
+            now = {r.run_id for r in study.runs}
+            raise SweepError(
+                f"{folder} holds results of {'study ' + repr(old.get('study')) if old.get('study') != study.name else 'a different version of this study'}"
+                f" ({len(stored - now)} stored runs are no longer in it, {len(now - stored)} runs are new); "
+                "use another -o folder, or --force to add to it anyway"
+            )
+    existing, result.corrupt = completed_runs(folder)
+    todo: list[RunSpec] = []
+    for run in study.runs:
+        status = existing.get(run.run_id)
+        if resume and status is not None and not (retry_failed and status in RETRYABLE):
+            result.reused.append(run.run_id)
+            result.statuses[run.run_id] = status
+        else:
+            todo.append(run)
+    write_json(manifest_path, _manifest(study, result.statuses))
+    bar = Progress(len(todo), enabled=progress)
+    runs = executor(todo)
+    try:
+        for ds in runs:
+            write_run(ds, folder)
+            run_id, status = ds.attrs["run_id"], ds.attrs["status"]
+            result.executed.append(run_id)
+            result.statuses[run_id] = status
+            write_json(manifest_path, _manifest(study, result.statuses))
+            bar.update(status)
+    finally:
+        close = getattr(runs, "close", None)
+        if close:
+            close()
+    return result
