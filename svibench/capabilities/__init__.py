@@ -9,8 +9,13 @@ from __future__ import annotations
 from typing import Protocol
 
 from .conjugate import ConditionallyConjugate, Globals, LocalApprox, natural_step
+from .latent_gaussian import LatentGaussian
+from .log_joint import LogJoint, LogJointGradient, ReparameterisableFamily, VariationalFamily
 
-__all__ = ["ConditionallyConjugate", "Globals", "LocalApprox", "natural_step", "missing", "protocol_members"]
+__all__ = [
+    "ConditionallyConjugate", "Globals", "LocalApprox", "natural_step", "missing", "protocol_members",
+    "LatentGaussian", "LogJoint", "LogJointGradient", "VariationalFamily", "ReparameterisableFamily",
+]
 
 
 def protocol_members(protocol: type) -> list[str]:

@@ -1,0 +1,150 @@
+"""Capability 2: latent Gaussian models with a per-datum likelihood.
+
+For CVI (Khan & Lin 2017, Algorithm 1), CVI-exact, NC-VMP and direct
+L-BFGS (Chol).  The model is
+
+    z ~ N(0, Σ₀),     ηₙ = xₙᵀ z  (or ηₙ = zₙ for a GP),     yₙ ~ p(yₙ | ηₙ),
+
+with Σ₀ either diagonal (given by its precisions, e.g. Bayesian logistic
+regression) or a kernel matrix K (GP classification, where the design is the
+identity).  An algorithm needs the prior, the design, and the per-datum
+log-likelihood with its first two derivatives in ηₙ; from those,
+:func:`expected_loglik` computes E_q[log p(yₙ|ηₙ)] under the marginals
+q(ηₙ) = N(mₙ, vₙ) together with its gradients w.r.t. mₙ and vₙ, by Monte
+Carlo or Gauss–Hermite (the same formula, :mod:`svibench.quadrature`), and
+:func:`mean_parameter_gradients` turns them into gradients w.r.t. the mean
+parameters μ⁽¹⁾ = m, μ⁽²⁾ = v + m² (Khan & Lin 2017, App. B.1).
+
+Every algorithm hands the model a :class:`GaussianPosterior` over z.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse
+
+from ..quadrature import Rule
+
+__all__ = [
+    "LatentGaussian",
+    "LatentGaussianPrior",
+    "GaussianPosterior",
+    "ExpectedLoglik",
+    "expected_loglik",
+    "mean_parameter_gradients",
+    "kl_to_prior",
+]
+
+
+@dataclass(frozen=True)
+class LatentGaussianPrior:
+    """z ~ N(0, Σ₀): give exactly one of ``precision`` (diagonal Σ₀⁻¹, shape (D,)) or ``cov`` (K, (D, D))."""
+
+    precision: np.ndarray | None = None
+    cov: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if (self.precision is None) == (self.cov is None):
+            raise ValueError("LatentGaussianPrior takes exactly one of precision (diagonal) or cov (kernel)")
+
+    @property
+    def dim(self) -> int:
+        return len(self.precision) if self.precision is not None else self.cov.shape[0]
+
+
+@dataclass(frozen=True)
+class GaussianPosterior:
+    """q(z) = N(mean, cov) — the posterior every latent-Gaussian algorithm reports."""
+
+    mean: np.ndarray
+    cov: np.ndarray
+
+
+@runtime_checkable
+class LatentGaussian(Protocol):
+    """A latent Gaussian model with independent per-datum likelihood terms."""
+
+    n_train: int
+
+    def latent_prior(self) -> LatentGaussianPrior:
+        """The Gaussian prior of z."""
+
+    def design(self) -> np.ndarray | scipy.sparse.spmatrix | None:
+        """X of shape (N, D) with ηₙ = xₙᵀz (dense or sparse), or None when ηₙ = zₙ (GP)."""
+
+    def loglik(self, eta: np.ndarray, batch: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """log p(yₙ|ηₙ) and its first and second derivatives in ηₙ.
+
+        ``eta`` has shape (len(batch), K): K values of ηₙ for each datum n of
+        ``batch`` (all data when None).  Returns three arrays of that shape.
+        """
+
+
+@dataclass(frozen=True)
+class ExpectedLoglik:
+    """Per-datum f = E_q[log p(yₙ|ηₙ)] and its gradients ∂f/∂mₙ, ∂f/∂vₙ."""
+
+    value: np.ndarray
+    dm: np.ndarray
+    dv: np.ndarray
+
+
+def expected_loglik(model: LatentGaussian, m: np.ndarray, v: np.ndarray, rule: Rule,
+                    batch: np.ndarray | None = None) -> ExpectedLoglik:
+    """E_q[log p(yₙ|ηₙ)] under q(ηₙ) = N(mₙ, vₙ), with gradients in mₙ and vₙ.
+
+    With ηₙ = mₙ + √vₙ εₖ for the rule's nodes εₖ:
+    ∂f/∂mₙ = E[∂ log p/∂η] (Bonnet) and ∂f/∂vₙ = ½ E[∂² log p/∂η²] (Price).
+    Monte Carlo rules give unbiased estimates; Gauss–Hermite rules give
+    quadrature values.  The same draws serve every datum (as in the authors' code).
+
+    References
+    ----------
+    Opper & Archambeau (2009), "The variational Gaussian approximation revisited", eq. 5–6.
+    Khan & Lin (2017), App. B.1, eq. 30–31.
+    """
+    eta = m[:, None] + np.sqrt(v)[:, None] * rule.nodes[None, :]
+    f, d1, d2 = model.loglik(eta, batch)
+    w = rule.weights
+    return ExpectedLoglik(f @ w, d1 @ w, 0.5 * (d2 @ w))
+
+
+def mean_parameter_gradients(m: np.ndarray, dm: np.ndarray, dv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Gradients w.r.t. the mean parameters μ⁽¹⁾ = m, μ⁽²⁾ = v + m² of N(m, v).
+
+    By the chain rule through m = μ⁽¹⁾, v = μ⁽²⁾ − (μ⁽¹⁾)²:
+    ∂f/∂μ⁽¹⁾ = ∂f/∂m − 2m ∂f/∂v and ∂f/∂μ⁽²⁾ = ∂f/∂v.
+
+    References
+    ----------
+    Khan & Lin (2017), App. B.1, eq. 30–31 (as corrected in CATALOG.md's errata).
+    """
+    return dm - 2.0 * m * dv, dv
+
+
+def kl_to_prior(q: GaussianPosterior, prior: LatentGaussianPrior) -> float:
+    """KL(N(μ, Σ) ‖ N(0, Σ₀)) = ½[tr(Σ₀⁻¹Σ) + μᵀΣ₀⁻¹μ − D + log|Σ₀| − log|Σ|].
+
+    Computed through Cholesky factors (a GP kernel with a large signal
+    variance is badly conditioned, so Σ₀⁻¹ is never formed).
+    """
+    mu, cov = q.mean, q.cov
+    D = len(mu)
+    chol_q = scipy.linalg.cholesky(cov, lower=True, check_finite=True)
+    logdet_q = 2.0 * np.sum(np.log(np.diag(chol_q)))
+    if prior.precision is not None:
+        p = prior.precision
+        trace = float(np.sum(p * np.diag(cov)))
+        maha = float(np.sum(p * mu**2))
+        logdet_p = -float(np.sum(np.log(p)))
+    else:
+        chol_p = scipy.linalg.cholesky(prior.cov, lower=True)
+        a = scipy.linalg.solve_triangular(chol_p, chol_q, lower=True)
+        trace = float(np.sum(a**2))
+        b = scipy.linalg.solve_triangular(chol_p, mu, lower=True)
+        maha = float(b @ b)
+        logdet_p = 2.0 * float(np.sum(np.log(np.diag(chol_p))))
+    return 0.5 * (trace + maha - D + logdet_p - logdet_q)
