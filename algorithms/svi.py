@@ -30,6 +30,7 @@ import numpy as np
 
 from svibench.algorithm import Algorithm, Preset
 from svibench.capabilities import ConditionallyConjugate, LocalApprox, natural_step
+from svibench.capabilities.conjugate import ensure_finite
 from svibench.capabilities.conjugate import VIEWS
 from svibench.schedules import make_schedule
 
@@ -137,6 +138,7 @@ class SVI(Algorithm):
         stats = model.local_statistics(view, batch, self.approx_, rng)
         self.t_ += 1
         self.lam_ = natural_step(self.lam_, self.eta_, stats, self.schedule_(self.t_), n / len(batch))
+        ensure_finite(self.lam_, self.t_)
         return len(batch)
 
     def posterior(self):
@@ -169,10 +171,13 @@ class VMP(Algorithm):
         self.eta_ = model.prior_natural()
         self.lam_ = _init_globals(model, rng, self.init_method)
         self.everyone_ = np.arange(model.n_train)
+        self.t_ = 0
 
     def step(self) -> int:
         stats = self.model_.local_statistics(self.model_.expected_view(self.lam_), self.everyone_, self.approx_, self.rng_)
         self.lam_ = {name: self.eta_[name] + stats[name] for name in self.eta_}
+        self.t_ += 1
+        ensure_finite(self.lam_, self.t_)
         return self.model_.n_train
 
     def posterior(self):

@@ -14,12 +14,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .capabilities import missing
+from .errors import Diverged
 
 __all__ = ["Algorithm", "Preset", "Diverged"]
-
-
-class Diverged(FloatingPointError):
-    """Raised by an algorithm whose state became non-finite or invalid."""
 
 
 @dataclass(frozen=True)

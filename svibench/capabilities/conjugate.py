@@ -14,7 +14,9 @@ from typing import Any, ClassVar, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["ConditionallyConjugate", "Globals", "LocalApprox", "natural_step"]
+from ..errors import Diverged
+
+__all__ = ["ConditionallyConjugate", "Globals", "LocalApprox", "natural_step", "ensure_finite"]
 
 #: Global natural parameters: global variable name -> natural-parameter object
 #: of ``svibench.expfam`` (or any object with the same linear arithmetic).
@@ -92,3 +94,10 @@ def natural_step(lam: Globals, eta: Globals, stats: Globals, rho: float, scale: 
     eq. 37; ``scale`` is N/|B|.
     """
     return {name: (1.0 - rho) * lam[name] + rho * (eta[name] + scale * stats[name]) for name in lam}
+
+
+def ensure_finite(lam: Globals, t: int) -> None:
+    """Raise :class:`~svibench.algorithm.Diverged` if any global parameter is NaN or inf."""
+    bad = [name for name, value in lam.items() if not np.all(np.isfinite(value.flatten()))]
+    if bad:
+        raise Diverged(f"non-finite global parameters {', '.join(bad)} after iteration {t}")

@@ -1,0 +1,96 @@
+"""The runner: determinism by seed, a clock that excludes evaluation, statuses, budgets."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from svibench.executors import run_local
+from svibench.results import open_results
+from svibench.runner import execute
+from svibench.spec import Budget, Checkpoints, ProblemSpec, RunSpec
+from svibench.study import parse_study
+from svibench.sweep import run_study
+
+GMM = ProblemSpec("gmm/small", "gmm", "gmm-synthetic", {"components": 3}, {"n": 600, "n_test": 100, "components": 3})
+
+
+def spec(algorithm="svi", params=None, seed=0, budget=Budget(iterations=30), plugins=(), problem=GMM, **kw):
+    params = {"batch_size": 50} if params is None and algorithm == "svi" else (params or {})
+    return RunSpec("test", problem, algorithm, algorithm, params, seed, budget, Checkpoints(count=8), plugins=plugins, **kw)
+
+
+def test_same_seed_gives_the_same_trajectory_and_different_seeds_differ():
+    a, b, c = execute(spec(seed=4)), execute(spec(seed=4)), execute(spec(seed=5))
+    assert a.attrs["status"] == "ok"
+    for var in ("iteration", "epoch", "elbo", "heldout_loglik"):
+        np.testing.assert_array_equal(a[var].values, b[var].values)
+    assert not np.allclose(a["elbo"].values[1:], c["elbo"].values[1:])
+
+
+def test_checkpoints_are_log_spaced_with_iteration_zero_and_the_end():
+    ds = execute(spec(budget=Budget(iterations=100)))
+    its = ds["iteration"].values
+    assert its[0] == 0 and its[-1] == 100
+    assert np.all(np.diff(its) > 0)
+    assert its[1] == 1 and len(its) <= 9  # log spacing puts early points close together
+
+
+def test_epoch_budget_counts_data_points_touched():
+    ds = execute(spec(params={"batch_size": 60}, budget=Budget(epochs=2.0)))
+    assert ds["epoch"].values[-1] == pytest.approx(2.0)
+    assert ds["iteration"].values[-1] == 20  # 600 points / 60 per step * 2 epochs
+
+
+def test_evaluation_that_sleeps_does_not_count_as_algorithm_time(faulty_plugin):
+    problem = ProblemSpec("slow", "test-slow-eval", "test-points", {"sleep": 0.05}, {})
+    ds = execute(spec("test-sleeper", {"work": 0.002}, budget=Budget(iterations=20), plugins=(faulty_plugin,), problem=problem))
+    assert ds.attrs["status"] == "ok", ds.attrs["message"]
+    n_evals = ds.sizes["checkpoint"]
+    # 20 steps of 2 ms each: ~0.04 s; the evaluations slept 0.05 s each, n_evals times.
+    assert ds["time"].values[-1] < 0.04 + 0.03
+    assert ds.attrs["wall_seconds"] > 0.05 * n_evals
+
+
+def test_failing_and_diverging_runs_are_recorded_while_the_sweep_goes_on(tmp_path, faulty_plugin):
+    raw = {
+        "study": {"name": "faults", "seeds": [0, 1]},
+        "budget": {"iterations": 10, "checkpoints": 5},
+        "problem": [
+            {"model": "gmm", "dataset": "gmm-synthetic", "dataset_params": {"n": 300, "n_test": 50}},
+            {"model": "test-slow-eval", "dataset": "test-points", "model_params": {"sleep": 0.0}},
+        ],
+        "algorithm": [{"name": "test-failing"}, {"name": "test-diverging"}, {"name": "vmp"}],
+    }
+    study = parse_study(raw, plugins=(faulty_plugin,))
+    assert len(study.skipped) == 3  # failing and vmp need the conjugate capability; diverging only the test model
+    result = run_study(study, tmp_path, lambda specs: run_local(specs, workers=2), progress=False)
+    ds = open_results(tmp_path)
+    status = dict(zip(ds.label.values, ds.status.values))
+    assert status == {"test-failing": "failed", "test-diverging": "diverged", "VMP": "ok"}
+    assert ds.sizes["run"] == 6 and len(result.executed) == 6
+    failed = ds.where(ds.status == "failed", drop=True)
+    assert all("RuntimeError: deliberate failure" in m for m in failed.message.values)
+    assert all("non-finite elbo" in m for m in ds.where(ds.status == "diverged", drop=True).message.values)
+    # the failing run kept its checkpoints before the failure
+    assert np.isfinite(failed["elbo"].values[:, 0]).all()
+
+
+def test_timeout_ends_a_run_with_its_checkpoints_kept(faulty_plugin):
+    problem = ProblemSpec("slow", "test-slow-eval", "test-points", {"sleep": 0.0}, {})
+    ds = execute(spec("test-sleeper", {"work": 0.02}, budget=Budget(iterations=10_000), plugins=(faulty_plugin,),
+                      problem=problem, timeout=0.3))
+    assert ds.attrs["status"] == "timeout"
+    assert "time limit" in ds.attrs["message"]
+    assert 5 < ds["iteration"].values[-1] < 10_000
+
+
+def test_seconds_budget_stops_on_algorithm_time(faulty_plugin):
+    problem = ProblemSpec("slow", "test-slow-eval", "test-points", {"sleep": 0.01}, {})
+    ds = execute(spec("test-sleeper", {"work": 0.01}, budget=Budget(seconds=0.2), plugins=(faulty_plugin,), problem=problem))
+    assert ds.attrs["status"] == "ok"
+    assert 0.2 <= ds["time"].values[-1] < 0.3
+
+
+def test_an_unknown_algorithm_in_a_spec_fails_the_run_with_the_valid_names():
+    ds = execute(spec("nope", {}))
+    assert ds.attrs["status"] == "failed" and "valid names" in ds.attrs["message"]

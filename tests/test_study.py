@@ -1,0 +1,100 @@
+"""Study files: expansion into runs, and one-line errors for bad input (no traceback)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from svibench.study import StudyError, load_study, parse_study
+
+GOOD = """
+[study]
+name = "t"
+seeds = [0, 1]
+
+[budget]
+iterations = 5
+checkpoints = 3
+
+[[problem]]
+model = "gmm"
+dataset = "gmm-synthetic"
+dataset_params = { n = 200, n_test = 50 }
+
+[[algorithm]]
+name = "svi"
+params = { batch_size = 20, kappa = [0.6, 0.9] }
+
+[[algorithm]]
+name = "vmp"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "study.toml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_grids_and_seeds_expand_into_runs_with_labels(tmp_path):
+    study = load_study(write(tmp_path, GOOD))
+    assert len(study.runs) == (2 + 1) * 2
+    assert sorted({r.label for r in study.runs}) == ["SVI (kappa=0.6)", "SVI (kappa=0.9)", "VMP"]
+    assert len({r.run_id for r in study.runs}) == 6
+
+
+def test_paper_scale_merges_its_overrides(tmp_path):
+    path = write(tmp_path, GOOD + "\n[scales.paper]\nseeds = [0, 1, 2]\ndataset_params = { n = 1000 }\nbudget = { iterations = 50 }\n")
+    study = load_study(path, scale="paper")
+    assert {r.seed for r in study.runs} == {0, 1, 2}
+    assert {r.problem.dataset_params["n"] for r in study.runs} == {1000}
+    assert {r.budget.iterations for r in study.runs} == {50}
+    with pytest.raises(StudyError, match="no \\[scales.huge\\]"):
+        load_study(path, scale="huge")
+
+
+def test_incompatible_pairs_are_skipped_with_a_reason(tmp_path):
+    study = load_study(write(tmp_path, GOOD.replace('name = "vmp"', 'name = "titsias-ssvi"')))
+    assert study.skipped and "not 'titsias'" in study.skipped[0].reason
+
+
+BAD = {
+    "unknown algorithm": (GOOD.replace('name = "vmp"', 'name = "vmpp"'), "unknown algorithm 'vmpp'; valid names:"),
+    "unknown key": (GOOD.replace("checkpoints = 3", "checkpoints = 3\nepoch = 3"), "[budget]: unknown key 'epoch'"),
+    "wrong type": (GOOD.replace("iterations = 5", 'iterations = "five"'), "[budget] iterations: expected a positive integer, got 'five' (str)"),
+    "empty grid": (GOOD.replace("kappa = [0.6, 0.9]", "kappa = []"), "kappa: empty grid"),
+    "wrong param type": (GOOD.replace("batch_size = 20", 'batch_size = "20"'), "batch_size: expected int"),
+    "unknown param": (GOOD.replace("batch_size = 20", "batchsize = 20"), "has no parameter 'batchsize'"),
+    "bad value": (GOOD.replace("kappa = [0.6, 0.9]", "kappa = 2.0"), "kappa must be in (0.5, 1]"),
+    "not toml": ("[study\nname=", "is not valid TOML"),
+    "unknown dataset": (GOOD.replace('dataset = "gmm-synthetic"', 'dataset = "mnist"'), "unknown dataset 'mnist'"),
+    "no problems": (GOOD.split("[[problem]]")[0], "needs at least one [[problem]]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_study_files_give_one_line_errors(tmp_path, case):
+    text, message = BAD[case]
+    with pytest.raises(StudyError) as info:
+        load_study(write(tmp_path, text))
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_the_cli_reports_a_bad_study_in_one_line_without_a_traceback(tmp_path):
+    path = write(tmp_path, BAD["unknown algorithm"][0])
+    for args in ([str(path)], [str(tmp_path / "missing.toml")]):
+        proc = subprocess.run([sys.executable, "-m", "svibench.cli", "run", *args, "-o", str(tmp_path / "out")],
+                              capture_output=True, text=True)
+        assert proc.returncode == 2
+        assert "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("svibench: error:")
+    assert "does not exist" in proc.stderr
+
+
+def test_parse_study_rejects_a_non_table_section():
+    with pytest.raises(StudyError, match="\\[budget\\]: expected a table"):
+        parse_study({"study": {"name": "x"}, "budget": 3})
