@@ -9,6 +9,7 @@ unavailable with the reason; it never breaks the others.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -78,14 +79,14 @@ class Registry:
         key = name.lower()
         if key in table:
             return table[key]
-        hint = f" ({len(self.unavailable)} plugin source(s) failed to load; see `svibench list`)" if self.unavailable else ""
+        hint = "".join(f"; {source} failed to load: {reason}" for source, reason in sorted(self.unavailable.items()))
         raise RegistryError(f"unknown {what} {name!r}; valid names: {', '.join(sorted(table))}{hint}")
 
     # -- compatibility
     def compatibility(self) -> dict[tuple[str, str], str | None]:
         """(algorithm, model) → None if compatible, else the reason for skipping."""
         return {
-            (a, m): entry.incompatibility(model_cls)
+            (a, m): _safe_incompatibility(entry, model_cls)
             for a, entry in sorted(self.algorithms.items())
             for m, (model_cls, _) in sorted(self.models.items())
         }
@@ -100,8 +101,8 @@ class Registry:
 
     def add_object(self, obj: Any, source: str) -> None:
         if inspect.isclass(obj) and issubclass(obj, Algorithm) and "name" in vars(obj):
-            self._put(self.algorithms, obj.name, AlgorithmEntry(obj.name, obj, obj.label or obj.name, {}, source), source, "algorithm")
-            for name, preset in obj.presets.items():
+            self._put(self.algorithms, obj.name, AlgorithmEntry(obj.name, obj, vars(obj).get("label") or obj.name, {}, source), source, "algorithm")
+            for name, preset in vars(obj).get("presets", {}).items():
                 self._put(self.algorithms, name, AlgorithmEntry(name, obj, preset.label, dict(preset.params), source), source, "algorithm")
         elif inspect.isclass(obj) and issubclass(obj, Model) and "name" in vars(obj):
             self._put(self.models, obj.name, (obj, source), source, "model")
@@ -125,7 +126,7 @@ class Registry:
         source = f"plugin file {path}"
         if not path.is_file():
             raise RegistryError(f"plugin file {path} does not exist")
-        module_name = f"svibench_plugin_{abs(hash(str(path))):x}"
+        module_name = f"svibench_plugin_{hashlib.sha1(str(path).encode()).hexdigest()[:12]}"
         try:
             spec = importlib.util.spec_from_file_location(module_name, path)
             module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
@@ -133,9 +134,17 @@ class Registry:
             spec.loader.exec_module(module)  # type: ignore[union-attr]
         except Exception as exc:
             sys.modules.pop(module_name, None)
-            self.unavailable[str(path)] = _describe_import_error(exc)
+            self.unavailable[source] = _describe_import_error(exc)
             return
         self.add_module(module, source)
+
+
+def _safe_incompatibility(entry: AlgorithmEntry, model_cls: type) -> str | None:
+    """The entry's reason to skip ``model_cls``; a plugin whose check raises is skipped, not fatal."""
+    try:
+        return entry.incompatibility(model_cls)
+    except Exception as exc:
+        return f"{entry.cls.__name__}.incompatibility raised {type(exc).__name__}: {exc} ({entry.source})"
 
 
 def _describe_import_error(exc: BaseException) -> str:
@@ -174,10 +183,15 @@ def build_registry(plugins: Iterable[str | Path] = ()) -> Registry:
             except Exception as exc:
                 registry.unavailable[source] = _describe_import_error(exc)
                 continue
+            before = len(registry.algorithms) + len(registry.models) + len(registry.datasets)
             if isinstance(obj, ModuleType):
                 registry.add_module(obj, source)
             else:
                 registry.add_object(obj, source)
+            if len(registry.algorithms) + len(registry.models) + len(registry.datasets) == before:
+                registry.unavailable[source] = (
+                    f"{ep.value} defines no Algorithm or Model subclass with a `name` and no @dataset loader"
+                )
     for path in plugins:
         registry.add_plugin_file(path)
     return registry
