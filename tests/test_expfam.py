@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import special, stats
 
 from svibench.expfam import (
     BernoulliMean,
@@ -24,6 +24,7 @@ from svibench.expfam import (
     CategoricalNatural,
     DirichletMean,
     DirichletNatural,
+    NormalGammaNatural,
     GammaMean,
     GammaNatural,
     GaussianDiagMean,
@@ -82,6 +83,25 @@ def _multinomial(p, idx):
 
 def _dirichlet(p, idx):
     return stats.dirichlet(p.concentration()[idx])
+
+
+class _NormalGammaByParts:
+    """Normal–Gamma from scipy parts: τ ~ Gamma(a, rate b), μ | τ ~ N(m, 1/(κτ))."""
+
+    def __init__(self, m, kappa, a, b):
+        self.m, self.kappa, self.tau = m, kappa, stats.gamma(a, scale=1.0 / b)
+        self.mean_log_tau = special.digamma(a) - np.log(b)
+
+    def logpdf(self, x):
+        mu, tau = x
+        return self.tau.logpdf(tau) + stats.norm(self.m, 1.0 / np.sqrt(self.kappa * tau)).logpdf(mu)
+
+    def entropy(self):
+        return self.tau.entropy() + 0.5 * np.log(2 * np.pi * np.e / self.kappa) - 0.5 * self.mean_log_tau
+
+
+def _normal_gamma(p, idx):
+    return _NormalGammaByParts(*(v[idx] for v in p.params()))
 
 
 _COV3 = np.array([[2.0, 0.6, -0.3], [0.6, 1.0, 0.2], [-0.3, 0.2, 0.5]])
@@ -143,6 +163,12 @@ CASES = [
         lambda: DirichletNatural.from_concentration([[0.6, 1.0, 2.0], [5.0, 3.0, 8.0]]),
         lambda: DirichletNatural.from_concentration([[1.0, 1.0, 1.0], [4.0, 4.0, 6.0]]),
         _dirichlet,
+    ),
+    Case(
+        "normal_gamma_batch_3",
+        lambda: NormalGammaNatural.from_params([0.3, -1.0, 2.0], [2.0, 0.5, 10.0], [3.0, 1.5, 8.0], [2.0, 0.7, 4.0]),
+        lambda: NormalGammaNatural.from_params([0.0, -0.5, 1.5], [1.0, 1.0, 5.0], [2.5, 2.0, 6.0], [1.5, 1.0, 3.0]),
+        _normal_gamma,
     ),
 ]
 

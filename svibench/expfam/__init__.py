@@ -14,6 +14,7 @@ from .dirichlet import DirichletMean, DirichletNatural
 from .gamma import GammaMean, GammaNatural
 from .gaussian_diag import GaussianDiagMean, GaussianDiagNatural
 from .gaussian_full import GaussianFullMean, GaussianFullNatural
+from .normal_gamma import NormalGammaMean, NormalGammaNatural
 
 __all__ = [
     "Parametrization",
@@ -33,4 +34,6 @@ __all__ = [
     "GaussianDiagMean",
     "GaussianFullNatural",
     "GaussianFullMean",
+    "NormalGammaNatural",
+    "NormalGammaMean",
 ]

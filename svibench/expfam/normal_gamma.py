@@ -46,6 +46,11 @@ class NormalGammaNatural(NaturalParametrization):
     eta4: np.ndarray
     _field_ranks: ClassVar[tuple[int, ...]] = (0, 0, 0, 0)
 
+    @property
+    def event_shape(self) -> tuple[int, ...]:
+        """A draw is the pair ``(μ, τ)``."""
+        return (2,)
+
     @classmethod
     def from_params(cls, m: ArrayLike, kappa: ArrayLike, a: ArrayLike, b: ArrayLike) -> NormalGammaNatural:
         """From location ``m``, precision scale ``κ > 0``, shape ``a > 0`` and rate ``b > 0``."""
