@@ -70,6 +70,8 @@ class BayesianLinearRegression(Model):
         return None
 
     def local_statistics(self, view: None, batch: np.ndarray, approx: LocalApprox, rng: np.random.Generator) -> Globals:
+        if approx.kind not in self.local_kinds:
+            raise ValueError(f"linreg offers local approximations {self.local_kinds}, not {approx.kind!r}")
         x, y = self.X[batch], self.y[batch]
         return {"w": GaussianFullNatural(x.T @ y / self.noise_variance, -0.5 * x.T @ x / self.noise_variance)}
 

@@ -1,6 +1,8 @@
 """Step-size schedules ρₜ (t = 1, 2, ...)."""
 from __future__ import annotations
 
+from functools import partial
+
 __all__ = ["robbins_monro", "constant", "beta_from_w", "make_schedule"]
 
 
@@ -43,9 +45,8 @@ def make_schedule(*, rho: float | None = None, w: float | None = None, t0: float
     if rho is not None:
         if not 0.0 < rho <= 1.0:
             raise ValueError(f"rho must be in (0, 1], got {rho}")
-        return lambda t: constant(t, rho=rho)
+        return partial(constant, rho=rho)
     if w is not None:
-        value = beta_from_w(w)
-        return lambda t: value
+        return partial(constant, rho=beta_from_w(w))
     robbins_monro(1, t0=t0, kappa=kappa)
-    return lambda t: robbins_monro(t, t0=t0, kappa=kappa)
+    return partial(robbins_monro, t0=t0, kappa=kappa)
