@@ -88,6 +88,31 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 2
 
 
+def _cmd_check(args: argparse.Namespace) -> int:
+    from .testing import cli_check
+
+    bad = [item for item in args.known_failure if "=" not in item]
+    if bad:
+        raise RegistryError(f"--known-failure takes CHECK=REASON, got {bad[0]!r}")
+    known = dict(item.split("=", 1) for item in args.known_failure)
+    return cli_check(args.target, plugins=args.plugin, known_failures=known)
+
+
+def _cmd_new(args: argparse.Namespace) -> int:
+    from .scaffold import ScaffoldError, new_algorithm
+
+    try:
+        written = new_algorithm(args.name, args.dir)
+    except ScaffoldError as exc:
+        print(f"svibench: error: {exc}", file=sys.stderr)
+        return 2
+    folder = written[0].parent
+    print("wrote " + ", ".join(str(path) for path in written))
+    print(f"next: pip install -e {folder}   # then `svibench list` shows {args.name!r}\n"
+          f"      svibench check {args.name}   # or: pytest {folder}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="svibench", description="Compare stochastic variational inference algorithms.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -112,6 +137,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results")
     p.add_argument("-o", "--output", required=True)
     p.set_defaults(func=_cmd_report)
+    p = sub.add_parser("check", help="run the conformance suite on an algorithm plugin")
+    p.add_argument("target", metavar="PLUGIN", help="a plugin file, or a registry or entry-point name")
+    p.add_argument("--plugin", action="append", default=[], metavar="FILE", help="load algorithms from a Python file")
+    p.add_argument("--known-failure", action="append", default=[], metavar="CHECK=REASON",
+                   help="a check expected to fail (reported as xfail)")
+    p.set_defaults(func=_cmd_check)
+
+    p = sub.add_parser("new", help="scaffold a plugin package that passes the conformance suite")
+    p.add_argument("kind", choices=["algorithm"])
+    p.add_argument("name", help="registry name, e.g. damped-vmp")
+    p.add_argument("--dir", help="folder to write (default: ./svibench-NAME)")
+    p.set_defaults(func=_cmd_new)
     return parser
 
 

@@ -58,6 +58,7 @@ __all__ = [
     "check_algorithm",
     "run_checks",
     "parametrize_with_checks",
+    "cli_check",
 ]
 
 #: numpy's constructor, captured so that the suite's own generators escape the spy of check_seed_matters.
@@ -663,3 +664,20 @@ def parametrize_with_checks(algorithms: Iterable[Any], *, plugins: Iterable[str]
                 marks = [pytest.mark.xfail(reason=known[check.__name__], strict=False)] if check.__name__ in known else []
                 params.append(pytest.param(subject, _PytestCheck(check), id=f"{subject.entry.name}-{check.__name__}", marks=marks))
     return pytest.mark.parametrize("algorithm, check", params)
+
+
+def cli_check(target: str, plugins: Iterable[str] = (), known_failures: Mapping[str, str] | None = None,
+              out: Callable[[str], None] = print) -> int:
+    """``svibench check TARGET``: print every outcome; 0 if nothing failed, 1 otherwise."""
+    try:
+        subjects = resolve(target, plugins)
+    except RegistryError as exc:
+        out(f"FAIL  check_plugin_loads — {target}: {exc}")
+        return 1
+    failed = 0
+    for subject in subjects:
+        for result in run_checks(subject, known_failures):
+            out(str(result))
+            failed += result.status == "fail"
+    out(f"{failed} check(s) failed" if failed else f"all checks passed ({len(subjects)} algorithm(s))")
+    return 1 if failed else 0
