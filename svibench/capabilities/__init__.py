@@ -11,10 +11,12 @@ from typing import Protocol
 from .conjugate import ConditionallyConjugate, Globals, LocalApprox, natural_step
 from .latent_gaussian import LatentGaussian
 from .log_joint import LogJoint, LogJointGradient, ReparameterisableFamily, VariationalFamily
+from .mean_field import MeanFieldNonConjugate
 
 __all__ = [
     "ConditionallyConjugate", "Globals", "LocalApprox", "natural_step", "missing", "protocol_members",
     "LatentGaussian", "LogJoint", "LogJointGradient", "VariationalFamily", "ReparameterisableFamily",
+    "MeanFieldNonConjugate",
 ]
 
 
