@@ -1,0 +1,185 @@
+"""LIBSVM binary-classification data sets of Khan & Lin (2017), Table 3.
+
+Files are LIBSVM text (``label idx:value ...``, 1-based indices), read into
+``scipy.sparse`` CSR matrices; ``.bz2`` files are decompressed on the fly.
+Every file is verified by SHA-256 (``../shared/data/SOURCES.md``).  Where no
+unmodified public LIBSVM text copy exists, the text file in the data directory
+was converted from the CVI authors' ``.mat`` file; when such a text file is
+absent, the loader fetches that pinned ``.mat`` file instead and reads the
+same matrix from it.
+
+Splits follow the authors' code (emtiyaz/cvi, ``get_data_log_reg.m``): a1a and
+a7a use the official train/test files (a1a's training matrix has 119 columns
+and is padded with zeros to 123); australian, breast-cancer and colon-cancer
+are split at random into halves (⌊N/2⌋ training rows), the permutation drawn
+from ``split`` (a seed).  Labels are mapped to {0, 1}.  covtype is unavailable
+here: its file is too large to be held in the stored repositories.
+"""
+from __future__ import annotations
+
+import bz2
+from pathlib import Path
+
+import numpy as np
+import scipy.io
+import scipy.sparse
+
+from svibench.data import DataError, DataFile, Dataset, DatasetUnavailable, data_dir, dataset, fetch
+
+__all__ = ["read_libsvm", "a1a", "a7a", "australian", "breast_cancer", "colon_cancer", "covtype"]
+
+_CVI = "emtiyaz/cvi@b800dc91a4391291202c2c7bc66dad94b6cc9b6b"
+_CVI_URL = "https://raw.githubusercontent.com/emtiyaz/cvi/b800dc91a4391291202c2c7bc66dad94b6cc9b6b/log_reg/datasets/"
+
+
+def _mat(name: str, sha256: str) -> DataFile:
+    return DataFile(f"libsvm/mat/{name}.mat", sha256, _CVI_URL + f"{name}.mat", f"{_CVI} log_reg/datasets/{name}.mat")
+
+
+def _converted(path: str, sha256: str, mat: DataFile) -> DataFile:
+    return DataFile(path, sha256, mat.url, f"converted to LIBSVM text from {mat.source} (see SOURCES.md)")
+
+
+MAT = {
+    "a1a": _mat("a1a", "486d06f1bdeef6211e1fa2674bfc94880e97e6f578a3689f238d51d0341b8022"),
+    "a7a": _mat("a7a", "de1f1280eb723047d9a966d494d85ba70f548cc5695a28d249b19b64e68f813c"),
+    "australian": _mat("australian_scale", "a2576dbf3c5b16e01689856770442556829d1a79e18b32e7af56c5473f977360"),
+    "breast-cancer": _mat("breast_cancer_scale", "ff5a6a168fad4050be607432019b4eaf04410efe04278e536b3db23fea340236"),
+    "colon-cancer": _mat("colon-cancer", "97aef34283f5f5a2310b008ea5477c0f68e514eb127a931ab7819fbc97d7d8c5"),
+}
+
+#: (text file, .mat file holding the same matrix, .mat variable names X and y)
+FILES = {
+    "a1a": (DataFile("libsvm/a1a", "eb54c45f1bdb51286f803dd092eb8202b44637a858fc6c4e533a2d64a0d94b4e",
+                     "https://raw.githubusercontent.com/LIBOL/SOL/37f2b02a11823eabae2624997a3ee0094e4198b8/data/a1a",
+                     "LIBOL/SOL@37f2b02a11823eabae2624997a3ee0094e4198b8 data/a1a"), MAT["a1a"], ("X", "y")),
+    "a1a.t": (_converted("libsvm/a1a.t", "0212d0c4a3996fe6fb6a0ab54033d9f4fa4b60369b6e3bb141821d9ffc40c04d", MAT["a1a"]),
+              MAT["a1a"], ("X_te", "y_te")),
+    "a7a": (_converted("libsvm/a7a", "d383cf150d4d9f9097b91cc88022cd0ac473c3a72da3f33b4c17801a4bfccdc6", MAT["a7a"]),
+            MAT["a7a"], ("X", "y")),
+    "a7a.t": (_converted("libsvm/a7a.t", "9614161fbc7ac8ae52509d19ed0be987aef752d446838816af402fc36ffccce9", MAT["a7a"]),
+              MAT["a7a"], ("X_te", "y_te")),
+    "australian_scale": (_converted("libsvm/australian_scale",
+                                    "86799bcc4dbcd41929a514fa181d1c1a40e01f009dee139d4141a194d7ecd9e3", MAT["australian"]),
+                         MAT["australian"], ("X", "y")),
+    "breast-cancer_scale": (_converted("libsvm/breast-cancer_scale",
+                                       "3c90cd8f884810a0ff2eaf2cc7aabf09073f33c2dfcf113d826a13ca60b257ad",
+                                       MAT["breast-cancer"]), MAT["breast-cancer"], ("X", "y")),
+    "colon-cancer": (_converted("libsvm/colon-cancer", "c17b0d7aff915c4343f2b85db8edc5618e0cf175f6ecf3ab3568aa8b31f6412c",
+                                MAT["colon-cancer"]), MAT["colon-cancer"], ("X", "y")),
+}
+
+
+def read_libsvm(path: str | Path, *, n_features: int | None = None) -> tuple[scipy.sparse.csr_matrix, np.ndarray]:
+    """Parse a LIBSVM text file (optionally ``.bz2``) into (X as CSR, labels).
+
+    Parameters
+    ----------
+    path : path of the file.
+    n_features : int, optional
+        Number of columns; by default the largest index in the file.  A
+        file whose largest index exceeds it is an error.
+    """
+    path = Path(path)
+    opener = bz2.open if path.suffix == ".bz2" else open
+    labels: list[float] = []
+    indptr, indices, values = [0], [], []
+    with opener(path, "rt") as fh:
+        for lineno, line in enumerate(fh, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            try:
+                labels.append(float(parts[0]))
+                for item in parts[1:]:
+                    idx, val = item.split(":")
+                    indices.append(int(idx) - 1)
+                    values.append(float(val))
+            except ValueError:
+                raise DataError(f"{path}, line {lineno}: not in LIBSVM format ('label idx:value ...')") from None
+            indptr.append(len(indices))
+    cols = np.asarray(indices, dtype=np.int64)
+    width = int(cols.max()) + 1 if len(cols) else 0
+    if n_features is not None:
+        if width > n_features:
+            raise DataError(f"{path} has feature index {width} above the expected {n_features}")
+        width = n_features
+    X = scipy.sparse.csr_matrix((np.asarray(values), cols, np.asarray(indptr)), shape=(len(labels), width))
+    return X, np.asarray(labels)
+
+
+def _load(key: str, n_features: int) -> tuple[scipy.sparse.csr_matrix, np.ndarray]:
+    """One file's matrix and labels: the LIBSVM text if it is in the data directory, else the pinned .mat."""
+    text, mat, (xname, yname) = FILES[key]
+    if (data_dir() / text.path).exists():
+        return read_libsvm(fetch(text), n_features=n_features)
+    contents = scipy.io.loadmat(fetch(mat), variable_names=[xname, yname])
+    X = scipy.sparse.csr_matrix(contents[xname], dtype=float)
+    if X.shape[1] < n_features:
+        X = scipy.sparse.hstack([X, scipy.sparse.csr_matrix((X.shape[0], n_features - X.shape[1]))], format="csr")
+    return X, np.asarray(contents[yname], dtype=float).ravel()
+
+
+def _binary(y: np.ndarray, name: str) -> np.ndarray:
+    """Two distinct labels → {0, 1} (the larger one is 1)."""
+    levels = np.unique(y)
+    if len(levels) != 2:
+        raise DataError(f"{name}: expected two class labels, found {levels}")
+    return (y == levels[1]).astype(float)
+
+
+def _official(name: str, train: str, test: str, n_features: int) -> Dataset:
+    Xtr, ytr = _load(train, n_features)
+    Xte, yte = _load(test, n_features)
+    return Dataset(name, "classification", {"X": Xtr, "y": _binary(ytr, name)}, {"X": Xte, "y": _binary(yte, name)},
+                   {"source": FILES[train][0].source, "split": "official train/test files"})
+
+
+def _halves(name: str, key: str, n_features: int, split: int) -> Dataset:
+    X, y = _load(key, n_features)
+    y = _binary(y, name)
+    perm = np.random.default_rng(split).permutation(X.shape[0])
+    n_train = X.shape[0] // 2
+    tr, te = perm[:n_train], perm[n_train:]
+    return Dataset(name, "classification", {"X": X[tr], "y": y[tr]}, {"X": X[te], "y": y[te]},
+                   {"source": FILES[key][0].source, "split": f"random halves, permutation seed {split}"})
+
+
+@dataset("a1a", kind="classification", description="LIBSVM a1a (Adult): official split, 1,605 train / 30,956 test, 123 features")
+def a1a() -> Dataset:
+    """LIBSVM a1a with the official train/test files (train padded from 119 to 123 columns)."""
+    return _official("a1a", "a1a", "a1a.t", 123)
+
+
+@dataset("a7a", kind="classification", description="LIBSVM a7a (Adult): official split, 16,100 train / 16,461 test, 123 features")
+def a7a() -> Dataset:
+    """LIBSVM a7a with the official train/test files."""
+    return _official("a7a", "a7a", "a7a.t", 123)
+
+
+@dataset("australian", kind="classification", description="LIBSVM australian_scale: 690 × 14, random halves")
+def australian(*, split: int = 0) -> Dataset:
+    """australian_scale split into random halves (345 train) by the seed ``split``."""
+    return _halves("australian", "australian_scale", 14, split)
+
+
+@dataset("breast-cancer", kind="classification", description="LIBSVM breast-cancer_scale: 683 × 10, random halves")
+def breast_cancer(*, split: int = 0) -> Dataset:
+    """breast-cancer_scale (labels 2/4 → 0/1) split into random halves (341 train) by the seed ``split``."""
+    return _halves("breast-cancer", "breast-cancer_scale", 10, split)
+
+
+@dataset("colon-cancer", kind="classification", description="LIBSVM colon-cancer: 62 × 2000, random halves")
+def colon_cancer(*, split: int = 0) -> Dataset:
+    """colon-cancer split into random halves (31 train) by the seed ``split``."""
+    return _halves("colon-cancer", "colon-cancer", 2000, split)
+
+
+@dataset("covtype", kind="classification", description="LIBSVM covtype.binary.scale: unavailable here")
+def covtype(*, split: int = 0) -> Dataset:
+    """covtype.libsvm.binary.scale (581,012 × 54) — not obtainable on this machine."""
+    raise DatasetUnavailable(
+        "covtype: the CVI authors' log_reg/datasets/covtype_binary_scale.mat (emtiyaz/cvi) is too large to be "
+        "held in the stored repository snapshots and no other pinned copy was found (SOURCES.md, 'Not found'); "
+        "place covtype.libsvm.binary.scale in the data directory by hand to add it"
+    )
