@@ -10,6 +10,7 @@ from .data import DataError
 from .registry import RegistryError, get_registry
 from .results import ResultsError, open_results
 from .study import StudyError, load_study
+from .progress import run_with_progress
 from .summary import final_table, format_table
 from .sweep import SweepError, run_study
 
@@ -57,11 +58,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"study {study.name!r} ({study.scale} scale): {len(study.runs)} runs, {workers} worker(s) -> {out}")
         for skip in study.skipped:
             print(f"  skipped {skip.algorithm} on {skip.problem}: {skip.reason}")
+    executor = lambda specs: run_local(specs, workers=workers)  # noqa: E731
+    if len(study.runs) == 1 and not args.quiet and sys.stderr.isatty():
+        executor = run_with_progress  # one long run: show its progress through the budget
     try:
         result = run_study(
             study,
             out,
-            lambda specs: run_local(specs, workers=workers),
+            executor,
             resume=not args.no_resume,
             retry_failed=not args.keep_failed,
             force=args.force,
@@ -79,13 +83,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
         bad = {k: v for k, v in result.statuses.items() if v != "ok"}
         if bad:
             print(f"{len(bad)} run(s) not ok; see `message` in the results")
+    if not args.no_report:
+        from .report import write_report  # seaborn/matplotlib load only when a report is written
+
+        report = write_report(out, out / "report" if args.output else Path(args.study).resolve().parent)
+        if not args.quiet:
+            print(f"report: {report.html} (open it in a browser; Markdown: {report.markdown.name})")
     return 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    print("svibench report: not available yet (the reports issue is open); "
-          "open the results with svibench.open_results(PATH) meanwhile", file=sys.stderr)
-    return 2
+    from .report import write_report
+
+    report = write_report(args.results, args.output)
+    print(f"report: {report.html} ({len(report.figures)} figures; Markdown: {report.markdown})")
+    return 0
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -131,11 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="add to a results folder of a different study version")
     p.add_argument("--plugin", action="append", default=[], metavar="FILE", help="load algorithms from a Python file")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
+    p.add_argument("--no-report", action="store_true",
+                   help="do not write the report (default: index.html, summary.md, figures/ in the study's folder, "
+                        "or in OUT/report with -o)")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("report", help="write an HTML and Markdown report of saved results")
-    p.add_argument("results")
-    p.add_argument("-o", "--output", required=True)
+    p.add_argument("results", help="a results folder written by `svibench run`")
+    p.add_argument("-o", "--output", required=True, help="folder for index.html, summary.md and figures/")
     p.set_defaults(func=_cmd_report)
     p = sub.add_parser("check", help="run the conformance suite on an algorithm plugin")
     p.add_argument("target", metavar="PLUGIN", help="a plugin file, or a registry or entry-point name")

@@ -59,12 +59,19 @@ def _where(exc: BaseException) -> str:
     return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
 
 
-def execute(spec: RunSpec, *, clock: Callable[[], float] = time.perf_counter) -> xr.Dataset:
+def execute(
+    spec: RunSpec,
+    *,
+    clock: Callable[[], float] = time.perf_counter,
+    on_step: Callable[[int, float, float], None] | None = None,
+) -> xr.Dataset:
     """Make one run and return its trajectory as an xarray Dataset (dim ``checkpoint``).
 
     Never raises for the run's own faults: an exception ends the run ``failed``
     with its message, a non-finite metric ``diverged``, the wall-clock limit
-    ``timeout``; the checkpoints recorded so far are kept.
+    ``timeout``; the checkpoints recorded so far are kept.  ``on_step``, if
+    given, is called after every step with (iteration, epoch, algorithm
+    seconds), outside the clock; it must be cheap (e.g. throttle its output).
     """
     rows: list[dict[str, float]] = []
     status, message, tb = "ok", "", ""
@@ -105,6 +112,8 @@ def execute(spec: RunSpec, *, clock: Callable[[], float] = time.perf_counter) ->
             epoch = seen / model.n_train
             progress = {"iterations": iteration, "epochs": epoch, "seconds": algorithm_seconds}[axis]
             done = spec.budget.exhausted(iteration, epoch, algorithm_seconds)
+            if on_step is not None:
+                on_step(iteration, epoch, algorithm_seconds)
             if progress >= next_point or done:
                 while next_point <= progress:
                     next_point = next(schedule, math.inf)

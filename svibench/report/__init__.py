@@ -1,0 +1,18 @@
+"""Reports of saved results: an HTML page and a Markdown summary with figures and tables.
+
+Reports read what a sweep saved (``open_results`` and ``manifest.json``); they
+never recompute a run.  One module per job:
+
+- ``settings``  the study's ``[report]`` table: targets and metric directions
+- ``fmt``       numbers as text (``mean ± sd`` with digits set by the spread)
+- ``tables``    final metrics, time to target, paper vs this run, failures
+- ``figures``   metric against algorithm time and epochs, mean ± sd over seeds
+- ``header``    study, date, versions, machine, timing caveats
+- ``html``      the self-contained page (figures embedded as base64 PNG)
+- ``markdown``  the GitHub-readable summary (figures as PNG files beside it)
+- ``build``     ties them together: :func:`write_report`
+"""
+from .build import Report, write_report
+from .settings import ReportError, ReportSettings
+
+__all__ = ["write_report", "Report", "ReportSettings", "ReportError"]

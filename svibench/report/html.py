@@ -1,0 +1,101 @@
+"""The report as one self-contained HTML page (figures embedded as base64 PNG, no external files)."""
+from __future__ import annotations
+
+import base64
+from html import escape
+
+from .figures import ReportFigure
+from .header import Header
+from .tables import Table
+
+__all__ = ["render_html", "Section"]
+
+Section = tuple[str, list[Table | ReportFigure]]
+
+CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2rem auto; max-width: 1400px;
+       padding: 0 1rem; color: #222; line-height: 1.45; }
+h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; }
+h3 { font-size: 1.05rem; margin-bottom: .3rem; }
+.description { color: #555; margin-top: 0; }
+table { border-collapse: collapse; margin: .5rem 0; font-size: .9rem; }
+th, td { border: 1px solid #d0d0d0; padding: .25rem .6rem; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; } tr:nth-child(even) td { background: #fafafa; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+table.facts td:first-child { font-weight: 600; white-space: nowrap; }
+.note { color: #555; font-size: .85rem; max-width: 60rem; }
+.caveat { background: #fff8e1; border-left: 4px solid #f0b400; padding: .4rem .8rem; margin: .4rem 0; }
+.figures { display: flex; flex-wrap: wrap; gap: 0 1.5rem; }
+figure { margin: 1rem 0; max-width: 100%; } figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption { color: #555; font-size: .85rem; max-width: 600px; }
+nav a { margin-right: 1rem; }
+"""
+
+
+def _table(table: Table, heading: bool) -> str:
+    head = "".join(f"<th>{escape(c)}</th>" for c in table.columns)
+    numeric, body = table.numeric_columns(), []
+    for i, row in enumerate(table.rows):
+        cells = []
+        for j, cell in enumerate(row):
+            text = escape(cell)
+            if (i, j) in table.bold:
+                text = f"<strong>{text}</strong>"
+            cls = ' class="num"' if j in numeric else ""
+            cells.append(f"<td{cls}>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    note = f'<p class="note">{escape(table.note)}</p>' if table.note else ""
+    rows = "\n".join(body) if body else f'<tr><td colspan="{len(table.columns)}">(none)</td></tr>'
+    title = f"<h3>{escape(table.title)}</h3>\n" if heading else ""
+    return f"{title}<table>\n<tr>{head}</tr>\n{rows}\n</table>\n{note}"
+
+
+def _figure(fig: ReportFigure, caption: bool) -> str:
+    data = base64.b64encode(fig.png).decode("ascii")
+    text = f"<figcaption>{escape(fig.caption)}</figcaption>" if caption else ""
+    return (f'<figure id="{escape(fig.name)}"><h3>{escape(fig.title)}</h3>'
+            f'<img alt="{escape(fig.title)}" src="data:image/png;base64,{data}">{text}</figure>')
+
+
+def _anchor(title: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in title.lower())
+
+
+def render_html(header: Header, sections: list[Section]) -> str:
+    """The whole page as a string."""
+    facts = "\n".join(f"<tr><td>{escape(k)}</td><td>{escape(v)}</td></tr>" for k, v in header.facts)
+    caveats = "\n".join(f'<p class="caveat">{escape(c)}</p>' for c in header.caveats)
+    nav = " ".join(f'<a href="#{_anchor(t)}">{escape(t)}</a>' for t, _ in sections)
+    parts = []
+    for title, items in sections:
+        parts.append(f'<h2 id="{_anchor(title)}">{escape(title)}</h2>')
+        tables = [_table(item, item.title != title) for item in items if isinstance(item, Table)]
+        shown = [item for item in items if not isinstance(item, Table)]
+        common = len({fig.caption for fig in shown}) == 1
+        if shown and common:
+            tables.append(f'<p class="note">{escape(shown[0].caption)}</p>')
+        figures = [_figure(item, not common) for item in shown]
+        parts.extend(tables)
+        if figures:
+            parts.append('<div class="figures">' + "\n".join(figures) + "</div>")
+    description = f'<p class="description">{escape(header.description)}</p>' if header.description else ""
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{escape(header.title)}</title>
+<style>{CSS}</style>
+</head>
+<body>
+<h1>{escape(header.title)}</h1>
+{description}
+<table class="facts">
+{facts}
+</table>
+{caveats}
+<nav>{nav}</nav>
+{chr(10).join(parts)}
+</body>
+</html>
+"""

@@ -1,0 +1,244 @@
+"""The report's tables, computed from saved results only.
+
+Every table carries the numbers behind its text (``Table.data``) so tests and
+users can check them against the xarray results directly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..summary import final_table, final_values, metric_names
+from .fmt import DASH, mean_sd, number
+from .settings import ReportSettings, Target
+
+__all__ = ["Table", "final_metrics", "time_to_target", "paper_comparison", "runs_not_ok", "skipped_pairs",
+           "recorded_metrics", "ok_runs"]
+
+
+@dataclass
+class Table:
+    """Text cells for rendering, ``bold`` cells (row, column), and the numbers behind them."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    note: str = ""
+    bold: set[tuple[int, int]] = field(default_factory=set)
+    data: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def numeric_columns(self) -> set[int]:
+        """Columns whose every non-empty cell reads as a number (right-aligned when rendered)."""
+        return {j for j in range(len(self.columns))
+                if self.rows and all(_numeric(row[j]) for row in self.rows if row[j] not in ("", DASH))}
+
+
+def _numeric(text: str) -> bool:
+    head = text.split(" ", 1)[0].lstrip("+-")
+    try:
+        float(head.rstrip("%"))
+        return True
+    except ValueError:
+        return head.split("/")[0].isdigit()
+
+
+def recorded_metrics(ds: xr.Dataset) -> list[str]:
+    """Metrics with at least one recorded value."""
+    return [m for m in metric_names(ds) if bool(np.isfinite(ds[m].values).any())]
+
+
+def ok_runs(ds: xr.Dataset) -> xr.Dataset:
+    """The runs that finished with status ``ok``."""
+    return ds.isel(run=np.flatnonzero(ds["status"].values == "ok"))
+
+
+def _groups(ds: xr.Dataset) -> pd.MultiIndex:
+    finals = final_values(ds)
+    return pd.MultiIndex.from_frame(finals[["problem", "label"]].drop_duplicates().sort_values(["problem", "label"]))
+
+
+def _bold_best(rows_by_problem: dict[str, list[int]], means: list[float], column: int, lower: bool) -> set[tuple[int, int]]:
+    cells = set()
+    for rows in rows_by_problem.values():
+        values = [(means[r], r) for r in rows if np.isfinite(means[r])]
+        if len(values) > 1:
+            cells.add(((min if lower else max)(values)[1], column))
+    return cells
+
+
+def final_metrics(ds: xr.Dataset, settings: ReportSettings) -> Table:
+    """Final value of every metric per (problem, algorithm): mean ± sd over the seeds whose run is ok."""
+    index = _groups(ds)
+    ok = ok_runs(ds)
+    metrics = recorded_metrics(ds)
+    table = final_table(ok).reindex(index) if ok.sizes["run"] else pd.DataFrame(index=index)
+    counts = final_values(ds).groupby(["problem", "label"]).size().reindex(index)
+    variables = ["time", *metrics]
+    data = pd.DataFrame(index=index)
+    for var in variables:
+        for stat in ("mean", "std"):
+            data[f"{var}_{stat}"] = table[(var, stat)] if (var, stat) in table else np.nan
+    data["runs_ok"] = table[("runs", "ok")].fillna(0).astype(int) if ("runs", "ok") in table else 0
+    data["runs"] = counts.astype(int)
+    rows, by_problem = [], {}
+    for i, (problem, label) in enumerate(index):
+        by_problem.setdefault(problem, []).append(i)
+        rec = data.loc[(problem, label)]
+        rows.append([problem, label, *(mean_sd(rec[f"{v}_mean"], rec[f"{v}_std"]) for v in variables),
+                     f"{int(rec['runs_ok'])}/{int(rec['runs'])}"])
+    bold = set()
+    for j, metric in enumerate(metrics):
+        bold |= _bold_best(by_problem, list(data[f"{metric}_mean"]), 3 + j, settings.lower_is_better(metric))
+    arrows = ["↓" if settings.lower_is_better(m) else "↑" for m in metrics]
+    return Table(
+        "Final metrics",
+        ["problem", "algorithm", "time (s)", *(f"{m} {a}" for m, a in zip(metrics, arrows)), "runs ok"],
+        rows,
+        "Value at the last checkpoint, mean ± sd over the seeds whose run finished ok; time is algorithm "
+        "seconds (evaluation excluded). ↑ higher is better, ↓ lower is better; the best mean per problem is in bold.",
+        bold,
+        data,
+    )
+
+
+def _first_reach(values: np.ndarray, threshold: float, lower: bool) -> int | None:
+    with np.errstate(invalid="ignore"):
+        hit = values <= threshold if lower else values >= threshold
+    idx = np.flatnonzero(hit)
+    return int(idx[0]) if idx.size else None
+
+
+def time_to_target(ds: xr.Dataset, settings: ReportSettings, target: Target) -> Table | None:
+    """Algorithm time and epochs at the first checkpoint that reaches ``target``, per (problem, algorithm).
+
+    The reference is the best final value over the problem's ok runs; a run
+    reaches the target at the first checkpoint whose value is at least the
+    threshold (at most, for lower-is-better metrics).  Mean ± sd over the seeds
+    that reached it; every seed of the group counts in the denominator.
+    """
+    if target.metric not in ds:
+        return None
+    lower = settings.lower_is_better(target.metric)
+    finals = final_values(ds)
+    ok_finals = finals[finals["status"] == "ok"]
+    records = []
+    for problem in sorted(finals["problem"].unique()):
+        best_values = ok_finals.loc[ok_finals["problem"] == problem, target.metric].dropna()
+        if target.kind != "value" and best_values.empty:
+            continue
+        best = float(best_values.min() if lower else best_values.max()) if not best_values.empty else np.nan
+        threshold = target.threshold(best, lower)
+        runs = np.flatnonzero(ds["problem"].values == problem)
+        for r in runs:
+            k = _first_reach(ds[target.metric].values[r], threshold, lower)
+            records.append({
+                "problem": problem, "label": str(ds["label"].values[r]), "seed": int(ds["seed"].values[r]),
+                "threshold": threshold, "reached": k is not None,
+                "time": float(ds["time"].values[r, k]) if k is not None else np.nan,
+                "epoch": float(ds["epoch"].values[r, k]) if k is not None else np.nan,
+            })
+    if not records:
+        return None
+    per_run = pd.DataFrame(records)
+    grouped = per_run.groupby(["problem", "label"], sort=True)
+    data = pd.DataFrame({
+        "threshold": grouped["threshold"].first(),
+        "reached": grouped["reached"].sum().astype(int),
+        "runs": grouped.size(),
+        "time_mean": grouped["time"].mean(), "time_std": grouped["time"].std(),
+        "epoch_mean": grouped["epoch"].mean(), "epoch_std": grouped["epoch"].std(),
+    })
+    rows, by_problem = [], {}
+    for i, ((problem, label), rec) in enumerate(data.iterrows()):
+        by_problem.setdefault(problem, []).append(i)
+        rows.append([problem, label, number(rec["threshold"], 6), mean_sd(rec["time_mean"], rec["time_std"]),
+                     mean_sd(rec["epoch_mean"], rec["epoch_std"]), f"{int(rec['reached'])}/{int(rec['runs'])}"])
+    bold = _bold_best(by_problem, list(data["time_mean"]), 3, lower=True)
+    return Table(
+        f"Time to target: {target.describe()}",
+        ["problem", "algorithm", f"target {target.metric}", "time (s)", "epochs", "seeds reached"],
+        rows,
+        f"First checkpoint at which {target.metric} {'≤' if lower else '≥'} the target "
+        f"({'lower' if lower else 'higher'} is better); the best final value is taken over the problem's ok runs. "
+        "Mean ± sd over the seeds that reached it (resolution: the checkpoint schedule). Fastest mean in bold.",
+        bold,
+        data,
+    )
+
+
+def _label_matches(label: str, wanted: str) -> bool:
+    return label == wanted or label.split(" (", 1)[0] == wanted
+
+
+def paper_comparison(ds: xr.Dataset, paper: list[dict[str, Any]]) -> Table | None:
+    """Published numbers next to this run's final values (ok runs, mean ± sd over seeds)."""
+    if not paper:
+        return None
+    ok = final_values(ds)
+    ok = ok[ok["status"] == "ok"]
+    rows, records = [], []
+    for row in paper:
+        problem, wanted, metric = row["problem"], row["algorithm"], row["metric"]
+        published = float(row["value"])
+        paper_text = mean_sd(published, float(row.get("sd", np.nan)))
+        labels = sorted(lb for lb in ok.loc[ok["problem"] == problem, "label"].unique() if _label_matches(lb, wanted))
+        if not labels or metric not in ok:
+            why = "metric not recorded" if labels else "not in these results"
+            rows.append([problem, wanted, metric, paper_text, why, DASH, DASH, str(row.get("note", ""))])
+            records.append({"problem": problem, "algorithm": wanted, "label": "", "metric": metric,
+                            "paper": published, "mean": np.nan, "std": np.nan, "difference": np.nan})
+            continue
+        for label in labels:
+            values = ok.loc[(ok["problem"] == problem) & (ok["label"] == label), metric]
+            mean, sd = float(values.mean()), float(values.std())
+            diff = mean - published
+            rel = f"{100 * diff / abs(published):+.2g}%" if published != 0 and np.isfinite(diff) else DASH
+            rows.append([problem, label, metric, paper_text, f"{mean_sd(mean, sd)} (n={values.notna().sum()})",
+                         number(diff, 3) if not np.isfinite(diff) else f"{diff:+.3g}", rel, str(row.get("note", ""))])
+            records.append({"problem": problem, "algorithm": wanted, "label": label, "metric": metric,
+                            "paper": published, "mean": mean, "std": sd, "difference": diff})
+    return Table(
+        "Paper vs this run",
+        ["problem", "algorithm", "metric", "paper", "this run", "difference", "relative", "note"],
+        rows,
+        "This run: final value, mean ± sd over ok seeds (n). Difference = this run − paper. "
+        "Scales may differ from the paper's: read the study's scale in the header.",
+        data=pd.DataFrame(records),
+    )
+
+
+def runs_not_ok(ds: xr.Dataset, manifest: dict[str, Any]) -> Table:
+    """Failed, diverged and timed-out runs (and runs of the study missing from disk), with their messages."""
+    finals = final_values(ds)
+    bad = finals[finals["status"] != "ok"]
+    present = set(map(str, ds["run_id"].values))
+    missing = [dict(info, run_id=rid) for rid, info in manifest.get("runs", {}).items() if rid not in present]
+    records = [
+        {"problem": p, "label": lb, "status": s, "message": m, "seeds": sorted(g["seed"]), "count": len(g)}
+        for (p, lb, s, m), g in bad.groupby(["problem", "label", "status", "message"], sort=True)
+    ]
+    for (p, lb), g in pd.DataFrame(missing or [], columns=["problem", "label", "seed"]).groupby(["problem", "label"]):
+        records.append({"problem": p, "label": lb, "status": "missing", "seeds": sorted(g["seed"]), "count": len(g),
+                        "message": "in the study but not in the results (interrupted sweep?): run the study again to resume"})
+    data = pd.DataFrame(records, columns=["problem", "label", "status", "message", "seeds", "count"])
+    counts = data.groupby("status")["count"].sum()
+    total = ds.sizes["run"] + len(missing)
+    note = (f"{int(counts.sum())} of {total} runs not ok: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+            if len(data) else f"All {total} runs finished ok.")
+    rows = [[r["problem"], r["label"], r["status"], f"{r['count']} (seeds {', '.join(map(str, r['seeds']))})", r["message"]]
+            for r in records]
+    return Table("Runs not ok", ["problem", "algorithm", "status", "runs", "message"], rows, note, data=data)
+
+
+def skipped_pairs(manifest: dict[str, Any]) -> Table | None:
+    """Algorithm–problem pairs of the study that were skipped as incompatible, with the reason."""
+    skipped = manifest.get("skipped", [])
+    if not skipped:
+        return None
+    rows = [[s.get("problem", ""), s.get("algorithm", ""), s.get("reason", "")] for s in skipped]
+    return Table("Skipped pairs", ["problem", "algorithm", "reason"], rows,
+                 "Pairs the registry marks incompatible: not run, by design.", data=pd.DataFrame(skipped))
