@@ -1,25 +1,52 @@
-"""Executors: where runs execute.  They yield finished runs; the caller writes them.
+"""Executors: where runs execute.  Each yields finished runs as they complete; the
+caller (the sweep) writes them, so workers never touch the results folder.
 
-``local`` runs in worker processes on this machine (in this process when
-``workers == 1``).  Workers pin BLAS/OpenMP to one thread so parallel runs do
-not oversubscribe the cores.
+``local``
+    Supervised worker processes on this machine.  The parent watches every
+    worker: a worker that dies mid-run (killed, out of memory) makes that run
+    retried, then recorded ``failed`` with the reason; a run that overruns its
+    time limit by a grace period is killed and recorded ``timeout``; an
+    optional address-space limit per worker turns runaway memory into a
+    ``MemoryError`` inside the run.  With ``workers == 1`` runs execute in this
+    process (no isolation, no overhead).
+``dask``
+    Dask distributed: an existing scheduler (``address``) or a ``LocalCluster``
+    of single-threaded worker processes.  Runs are independent tasks
+    (``pure=False``, the run id in the key, ``retries`` on lost workers).
+
+Worker processes pin BLAS/OpenMP to one thread, so parallel runs do not
+oversubscribe the cores (timings of parallel runs are still not serial timings:
+the sweep records the number of workers in the results).
 """
 from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+import signal
+import time
+import uuid
+from collections import deque
 from contextlib import contextmanager
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
 from typing import Iterator, Sequence
 
 import xarray as xr
 
-from .runner import execute
+from .runner import execute, to_dataset
 from .spec import RunSpec
 
-__all__ = ["run_local", "THREAD_VARS", "pinned_threads"]
+__all__ = ["run_local", "run_dask", "ExecutorError", "THREAD_VARS", "pinned_threads", "TIMEOUT_GRACE"]
 
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+               "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+#: Seconds past a run's own time limit before its worker is killed (the runner
+#: stops by itself at the limit between steps; this catches a step that hangs).
+TIMEOUT_GRACE = 30.0
+
+
+class ExecutorError(RuntimeError):
+    """The executor cannot start (e.g. an unreachable scheduler); the message says why."""
 
 
 @contextmanager
@@ -37,23 +64,179 @@ def pinned_threads(threads: int = 1):
                 os.environ[key] = value
 
 
-def run_local(specs: Sequence[RunSpec], workers: int = 1) -> Iterator[xr.Dataset]:
-    """Run ``specs``, yielding each run's Dataset as soon as it finishes.
+def lost_run(spec: RunSpec, reason: str) -> xr.Dataset:
+    """The record of a run whose worker was lost: ``failed`` with the reason, no checkpoints."""
+    return to_dataset(spec, [], (), "failed", reason)
 
-    With ``workers > 1`` runs execute in fresh (spawned) processes with
-    pinned threads; closing the generator (or Ctrl-C) cancels what has not started.
+
+# -- local ---------------------------------------------------------------------------------
+
+def _worker_main(conn: Connection, memory_limit: int | None) -> None:
+    """Worker loop: receive a RunSpec, send back its Dataset; None ends the loop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and shuts us down
+    if memory_limit:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+    while True:
+        spec = conn.recv()
+        if spec is None:
+            return
+        conn.send(execute(spec))
+
+
+@dataclass
+class _Slot:
+    process: multiprocessing.Process
+    conn: Connection
+    spec: RunSpec | None = None
+    started: float = 0.0
+
+
+def run_local(
+    specs: Sequence[RunSpec],
+    workers: int = 1,
+    *,
+    retries: int = 1,
+    memory_limit: int | None = None,
+    timeout_grace: float = TIMEOUT_GRACE,
+) -> Iterator[xr.Dataset]:
+    """Run ``specs`` on this machine, yielding each run's Dataset as soon as it finishes.
+
+    Parameters
+    ----------
+    workers : int
+        Worker processes (1: run in this process).
+    retries : int
+        How many times a run whose worker died is started again before it is
+        recorded ``failed``.
+    memory_limit : int, optional
+        Address-space limit per worker process, in bytes (Linux/macOS).
+    timeout_grace : float
+        Seconds past a run's ``timeout`` before its worker is killed.
     """
     if workers <= 1:
         for spec in specs:
             yield execute(spec)
         return
-    with pinned_threads(1):
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    context = multiprocessing.get_context("spawn")
+    queue = deque(specs)
+    attempts: dict[str, int] = {}
+    slots: list[_Slot] = []
+
+    def start() -> _Slot:
+        parent, child = context.Pipe()
+        with pinned_threads(1):
+            process = context.Process(target=_worker_main, args=(child, memory_limit), daemon=True)
+            process.start()
+        child.close()
+        return _Slot(process, parent)
+
     try:
-        pending = {pool.submit(execute, spec) for spec in specs}
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                yield future.result()
+        slots = [start() for _ in range(min(workers, len(queue)))]
+        while queue or any(s.spec is not None for s in slots):
+            for slot in slots:
+                if slot.spec is None and queue:
+                    slot.spec, slot.started = queue.popleft(), time.monotonic()
+                    slot.conn.send(slot.spec)
+            busy = [s for s in slots if s.spec is not None]
+            ready = wait([s.conn for s in busy] + [s.process.sentinel for s in busy], timeout=1.0)
+            for i, slot in enumerate(slots):
+                spec = slot.spec
+                if spec is None:
+                    continue
+                if slot.conn in ready:
+                    try:
+                        result = slot.conn.recv()
+                    except (EOFError, OSError):
+                        result = None  # died while sending; handled below as a lost worker
+                    if result is not None:
+                        slot.spec = None
+                        yield result
+                        continue
+                overdue = spec.timeout is not None and time.monotonic() - slot.started > spec.timeout + timeout_grace
+                if slot.process.sentinel in ready or not slot.process.is_alive() or overdue:
+                    if overdue:
+                        slot.process.kill()
+                    slot.process.join()
+                    code = slot.process.exitcode
+                    slots[i] = start()
+                    if overdue:
+                        yield to_dataset(spec, [], (), "timeout",
+                                         f"killed after {spec.timeout + timeout_grace:g} s: a step did not return within the time limit")
+                        continue
+                    attempts[spec.run_id] = attempts.get(spec.run_id, 0) + 1
+                    if attempts[spec.run_id] <= retries:
+                        queue.appendleft(spec)
+                    else:
+                        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+                        yield lost_run(spec, f"worker process died during the run ({how}; out of memory or killed); "
+                                             f"tried {attempts[spec.run_id]} time(s)")
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        for slot in slots:
+            if slot.process.is_alive():
+                if slot.spec is None:
+                    try:
+                        slot.conn.send(None)
+                    except OSError:
+                        pass
+                    slot.process.join(timeout=2)
+                if slot.process.is_alive():
+                    slot.process.kill()
+                    slot.process.join()
+            slot.conn.close()
+
+
+# -- dask ----------------------------------------------------------------------------------
+
+def run_dask(
+    specs: Sequence[RunSpec],
+    *,
+    address: str | None = None,
+    workers: int = 2,
+    retries: int = 1,
+    connect_timeout: float = 5.0,
+) -> Iterator[xr.Dataset]:
+    """Run ``specs`` as Dask tasks, yielding each run's Dataset as it completes.
+
+    Parameters
+    ----------
+    address : str, optional
+        A running scheduler, e.g. ``tcp://127.0.0.1:8786``.  Without one, a
+        ``LocalCluster`` of ``workers`` single-threaded processes is started
+        (and closed at the end).
+    retries : int
+        Dask retries of a task whose worker was lost; after that the run is
+        recorded ``failed`` with the reason.
+    """
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise ExecutorError("the dask executor needs dask.distributed: pip install 'svibench[dask]'") from None
+    cluster = None
+    if address:
+        try:
+            client = Client(address, timeout=f"{connect_timeout}s")
+        except (OSError, TimeoutError) as exc:
+            raise ExecutorError(f"cannot reach a Dask scheduler at {address} within {connect_timeout:g} s ({exc}); "
+                                "start one with `dask scheduler` or run without --address for a local cluster") from None
+    else:
+        with pinned_threads(1):
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(cluster)
+    token = uuid.uuid4().hex[:8]
+    try:
+        futures = {
+            client.submit(execute, spec, key=f"svibench-run-{spec.run_id}-{token}", pure=False, retries=retries): spec
+            for spec in specs
+        }
+        for future in as_completed(futures):
+            spec = futures[future]
+            try:
+                yield future.result()
+            except Exception as exc:  # KilledWorker and friends: the run, not the sweep, is lost
+                yield lost_run(spec, f"dask task lost ({type(exc).__name__}: {exc}) after {retries} retries")
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

@@ -44,8 +44,9 @@ def completed_runs(folder: Path) -> tuple[dict[str, str], list[str]]:
     return status, corrupt
 
 
-def _manifest(study: Study, statuses: dict[str, str]) -> dict:
+def _manifest(study: Study, statuses: dict[str, str], execution: dict) -> dict:
     return {
+        **execution,
         "study": study.name,
         "study_hash": study.hash,
         "study_file": study.source,
@@ -62,6 +63,24 @@ def _manifest(study: Study, statuses: dict[str, str]) -> dict:
     }
 
 
+def _refuse_changed_study(old: dict, study: Study, folder: Path) -> None:
+    """Raise :class:`SweepError` saying what changed if ``folder`` was written for another study."""
+    if old.get("study") != study.name:
+        raise SweepError(f"{folder} holds results of study {old.get('study')!r}, not {study.name!r}; use another -o folder")
+    if old.get("study_hash") == study.hash:
+        return
+    stored = old.get("runs", {})
+    now = {r.run_id: r for r in study.runs}
+    gone = [f"{v['label']} seed {v['seed']} on {v['problem']}" for k, v in stored.items() if k not in now]
+    new = [f"{r.label} seed {r.seed} on {r.problem.name}" for k, r in now.items() if k not in stored]
+    def some(items: list[str]) -> str:
+        return ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+    changes = ([f"{len(gone)} stored run(s) no longer in the study ({some(gone)})"] if gone else []) + (
+        [f"{len(new)} new run(s) ({some(new)})"] if new else [])
+    raise SweepError(f"the study file changed since {folder} was written: {'; '.join(changes)}; "
+                     "use another -o folder, or --force to keep the old runs and add the new ones")
+
+
 Executor = Callable[[Sequence[RunSpec]], Iterator[xr.Dataset]]
 
 
@@ -74,6 +93,7 @@ def run_study(
     retry_failed: bool = True,
     force: bool = False,
     progress: bool | None = None,
+    execution: dict | None = None,
 ) -> SweepResult:
     """Run what is missing of ``study`` into ``out`` with ``executor``.
 
@@ -85,20 +105,22 @@ def run_study(
         With ``resume``, make ``failed``/``timeout`` runs again.
     force : bool
         Accept a results folder written for a different version of the study.
+    execution : dict, optional
+        How the runs execute (``executor``, ``parallel_workers``), kept in the
+        manifest and the results' attributes: parallel timings are not serial timings.
     """
+    execution = dict(execution or {})
+    if execution.get("parallel_workers", 1) > 1:
+        execution.setdefault(
+            "timing_note",
+            f"{execution['parallel_workers']} runs executed in parallel; algorithm times include contention "
+            "for memory bandwidth and caches and are not serial timings",
+        )
     folder = Path(out)
     result = SweepResult(folder)
     manifest_path = folder / "manifest.json"
     if manifest_path.exists() and not force:
-        old = json.loads(manifest_path.read_text())
-        if old.get("study") != study.name or (old.get("study_hash") != study.hash and resume):
-            stored = set(old.get("runs", {}))
-            now = {r.run_id for r in study.runs}
-            raise SweepError(
-                f"{folder} holds results of {'study ' + repr(old.get('study')) if old.get('study') != study.name else 'a different version of this study'}"
-                f" ({len(stored - now)} stored runs are no longer in it, {len(now - stored)} runs are new); "
-                "use another -o folder, or --force to add to it anyway"
-            )
+        _refuse_changed_study(json.loads(manifest_path.read_text()), study, folder)
     existing, result.corrupt = completed_runs(folder)
     todo: list[RunSpec] = []
     for run in study.runs:
@@ -108,7 +130,7 @@ def run_study(
             result.statuses[run.run_id] = status
         else:
             todo.append(run)
-    write_json(manifest_path, _manifest(study, result.statuses))
+    write_json(manifest_path, _manifest(study, result.statuses, execution))
     bar = Progress(len(todo), enabled=progress)
     runs = executor(todo)
     try:
@@ -117,7 +139,7 @@ def run_study(
             run_id, status = ds.attrs["run_id"], ds.attrs["status"]
             result.executed.append(run_id)
             result.statuses[run_id] = status
-            write_json(manifest_path, _manifest(study, result.statuses))
+            write_json(manifest_path, _manifest(study, result.statuses, execution))
             bar.update(status)
     finally:
         close = getattr(runs, "close", None)

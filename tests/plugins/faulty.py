@@ -101,3 +101,55 @@ class Diverging(Sleeper):
         if self.t_ >= self.fail_at:
             self.value_ = np.inf
         return 10
+
+
+class Killer(Sleeper):
+    """SIGKILLs its own process at step ``kill_at`` — every time, or (with ``marker``) only
+    on the first attempt, leaving the marker file behind so a retry succeeds."""
+
+    name = "test-killer"
+
+    def __init__(self, *, work: float = 0.001, kill_at: int = 2, marker: str = "") -> None:
+        self.work, self.kill_at, self.marker = work, kill_at, marker
+
+    def step(self):
+        import os
+        import signal
+        from pathlib import Path
+
+        if getattr(self, "t_", 0) + 1 == self.kill_at and not (self.marker and Path(self.marker).exists()):
+            if self.marker:
+                Path(self.marker).touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        self.t_ = getattr(self, "t_", 0) + 1
+        return super().step()
+
+
+class Hanger(Sleeper):
+    """Its second step sleeps ``hang`` seconds (a step that does not return)."""
+
+    name = "test-hanger"
+
+    def __init__(self, *, hang: float = 60.0) -> None:
+        self.work, self.hang = 0.0, hang
+
+    def step(self):
+        self.t_ = getattr(self, "t_", 0) + 1
+        if self.t_ == 2:
+            time.sleep(self.hang)
+        return super().step()
+
+
+class Hog(Sleeper):
+    """Allocates ``gib`` GiB at its second step."""
+
+    name = "test-hog"
+
+    def __init__(self, *, gib: float = 8.0) -> None:
+        self.work, self.gib = 0.0, gib
+
+    def step(self):
+        self.t_ = getattr(self, "t_", 0) + 1
+        if self.t_ == 2:
+            self.block_ = np.ones(int(self.gib * 2**30 / 8))
+        return super().step()

@@ -1,0 +1,203 @@
+"""Sweeps that lose nothing: executors agree, killed workers, hangs, memory, Ctrl-C, resume."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from svibench.executors import run_dask, run_local
+from svibench.results import open_results, run_files
+from svibench.spec import Budget, Checkpoints, ProblemSpec, RunSpec
+from svibench.study import load_study, parse_study
+from svibench.sweep import SweepError, run_study
+
+TEST_PROBLEM = ProblemSpec("t", "test-slow-eval", "test-points", {"sleep": 0.0}, {})
+
+
+def trajectories(ds):
+    """Everything but times, keyed by run id."""
+    return {
+        str(rid): {v: ds[v].values[i] for v in ds.data_vars if v != "time"} | {"status": str(ds.status.values[i])}
+        for i, rid in enumerate(ds.run_id.values)
+    }
+
+
+def assert_same_trajectories(a, b):
+    ta, tb = trajectories(a), trajectories(b)
+    assert ta.keys() == tb.keys()
+    for rid in ta:
+        for var, value in ta[rid].items():
+            np.testing.assert_array_equal(value, tb[rid][var], err_msg=f"{rid} {var}")
+
+
+GMM_STUDY = {
+    "study": {"name": "exec", "seeds": [0, 1, 2]},
+    "budget": {"iterations": 15, "checkpoints": 5},
+    "problem": [{"model": "gmm", "dataset": "gmm-synthetic", "dataset_params": {"n": 400, "n_test": 100}}],
+    "algorithm": [{"name": "svi", "params": {"batch_size": 40, "kappa": [0.6, 0.9]}}, {"name": "vmp"}],
+}
+
+
+def test_local_and_a_dask_local_cluster_give_identical_trajectories(tmp_path):
+    study = parse_study(GMM_STUDY)
+    run_study(study, tmp_path / "local", lambda s: run_local(s, workers=2), progress=False)
+    run_study(study, tmp_path / "dask", lambda s: run_dask(s, workers=2), progress=False)
+    local, dask = open_results(tmp_path / "local"), open_results(tmp_path / "dask")
+    assert local.sizes["run"] == 9 and set(local.status.values) == {"ok"}
+    assert_same_trajectories(local, dask)
+
+
+def test_a_killed_worker_is_retried_or_recorded_and_the_sweep_completes(tmp_path, faulty_plugin):
+    marker = tmp_path / "killed-once"
+    raw = {
+        "study": {"name": "kill", "seeds": [0, 1]},
+        "budget": {"iterations": 5, "checkpoints": 3},
+        "problem": [{"model": "test-slow-eval", "dataset": "test-points", "model_params": {"sleep": 0.0}}],
+        "algorithm": [
+            {"name": "test-killer", "label": "always", "params": {"kill_at": 2}},
+            {"name": "test-killer", "label": "once", "params": {"kill_at": 3, "marker": str(marker)}},
+            {"name": "test-sleeper"},
+        ],
+    }
+    study = parse_study(raw, plugins=(faulty_plugin,))
+    result = run_study(study, tmp_path / "out", lambda s: run_local(s, workers=2, retries=1), progress=False)
+    ds = open_results(tmp_path / "out")
+    assert ds.sizes["run"] == 6 and len(run_files(tmp_path / "out")) == 6
+    status = {(str(l), int(s)): str(st) for l, s, st in zip(ds.label.values, ds.seed.values, ds.status.values)}
+    assert status[("always", 0)] == status[("always", 1)] == "failed"
+    assert "worker process died" in str(ds.message.values[list(ds.label.values).index("always")])
+    assert "killed by signal 9" in str(ds.message.values[list(ds.label.values).index("always")])
+    # the marker makes the first attempt of one "once" run die; its retry (and the other seed) succeed
+    assert {status[("once", 0)], status[("once", 1)]} == {"ok"} and marker.exists()
+    assert status[("test-sleeper", 0)] == status[("test-sleeper", 1)] == "ok"
+    assert sorted(result.statuses.values()).count("ok") == 4
+
+
+def test_a_step_that_hangs_is_killed_and_recorded_as_timeout(faulty_plugin):
+    spec = RunSpec("hang", TEST_PROBLEM, "test-hanger", "h", {"hang": 60.0}, 0, Budget(iterations=5),
+                   Checkpoints(count=3), timeout=0.5, plugins=(faulty_plugin,))
+    quick = RunSpec("hang", TEST_PROBLEM, "test-sleeper", "s", {}, 0, Budget(iterations=5), Checkpoints(count=3),
+                    plugins=(faulty_plugin,))
+    started = time.monotonic()
+    out = {ds.attrs["label"]: ds for ds in run_local([spec, quick], workers=2, timeout_grace=1.0)}
+    assert time.monotonic() - started < 30
+    assert out["h"].attrs["status"] == "timeout" and "did not return" in out["h"].attrs["message"]
+    assert out["s"].attrs["status"] == "ok"
+
+
+def test_the_memory_guard_ends_a_runaway_run_as_failed(faulty_plugin):
+    spec = RunSpec("mem", TEST_PROBLEM, "test-hog", "hog", {"gib": 16.0}, 0, Budget(iterations=4), Checkpoints(count=2),
+                   plugins=(faulty_plugin,))
+    quick = RunSpec("mem", TEST_PROBLEM, "test-sleeper", "s", {}, 0, Budget(iterations=4), Checkpoints(count=2),
+                    plugins=(faulty_plugin,))
+    out = {ds.attrs["label"]: ds for ds in run_local([spec, quick], workers=2, memory_limit=4 * 2**30)}
+    assert out["hog"].attrs["status"] == "failed" and "MemoryError" in out["hog"].attrs["message"]
+    assert out["s"].attrs["status"] == "ok"
+
+
+STUDY_TOML = """
+[study]
+name = "interrupt"
+seeds = [0, 1, 2, 3, 4, 5]
+
+[budget]
+iterations = 12
+checkpoints = 4
+
+[[problem]]
+model = "test-slow-eval"
+dataset = "test-points"
+model_params = {{ sleep = 0.0 }}
+
+[[algorithm]]
+name = "test-sleeper"
+params = {{ work = {work} }}
+"""
+
+
+def cli(*args, **kw):
+    return subprocess.Popen([sys.executable, "-m", "svibench.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_interrupt_then_resume_runs_only_the_missing_runs_and_matches_an_uninterrupted_sweep(tmp_path, faulty_plugin):
+    study = tmp_path / "study.toml"
+    study.write_text(STUDY_TOML.format(work=0.1))
+    out = tmp_path / "out"
+    common = ["--plugin", faulty_plugin, "-o", str(out), "--workers", "2", "--no-report"]
+    proc = cli("run", str(study), *common)
+    deadline = time.monotonic() + 60
+    while len(run_files(out)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "run the same command again to resume" in err and "Traceback" not in err
+    done = len(run_files(out))
+    assert 2 <= done < 6
+    assert not list((out / "runs").glob(".*.tmp"))  # nothing half-written
+
+    proc = cli("run", str(study), *common)
+    stdout, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert f"{6 - done} runs made, {done} already on disk" in stdout
+
+    fresh = tmp_path / "fresh"
+    proc = cli("run", str(study), "--plugin", faulty_plugin, "-o", str(fresh), "--workers", "2", "--no-report", "-q")
+    assert proc.wait(timeout=120) == 0
+    assert_same_trajectories(open_results(out), open_results(fresh))
+
+
+def test_a_truncated_run_file_is_detected_and_run_again_on_resume(tmp_path):
+    study = parse_study(GMM_STUDY | {"algorithm": [{"name": "vmp"}]})
+    folder = tmp_path / "out"
+    run_study(study, folder, lambda s: run_local(s), progress=False)
+    victim = run_files(folder)[1]
+    victim.write_bytes(victim.read_bytes()[:64])
+    result = run_study(study, folder, lambda s: run_local(s), progress=False)
+    assert result.corrupt == [victim.name]
+    assert result.executed == [victim.stem] and len(result.reused) == 2
+    assert open_results(folder).sizes["run"] == 3
+
+
+def test_resume_retries_failed_runs_unless_told_not_to(tmp_path, faulty_plugin):
+    raw = GMM_STUDY | {"algorithm": [{"name": "test-failing"}, {"name": "vmp"}]}
+    study = parse_study(raw, plugins=(faulty_plugin,))
+    folder = tmp_path / "out"
+    run_study(study, folder, lambda s: run_local(s), progress=False)
+    again = run_study(study, folder, lambda s: run_local(s), progress=False, retry_failed=False)
+    assert again.executed == []
+    retried = run_study(study, folder, lambda s: run_local(s), progress=False)
+    assert len(retried.executed) == 3 and len(retried.reused) == 3
+
+
+def test_a_changed_study_is_refused_with_what_changed_unless_forced(tmp_path):
+    folder = tmp_path / "out"
+    run_study(parse_study(GMM_STUDY | {"algorithm": [{"name": "vmp"}]}), folder, lambda s: run_local(s), progress=False)
+    changed = parse_study(GMM_STUDY | {"study": {"name": "exec", "seeds": [0, 1, 7]}, "algorithm": [{"name": "vmp"}]})
+    with pytest.raises(SweepError, match=r"1 stored run\(s\) no longer in the study \(VMP seed 2 on gmm/gmm-synthetic\); 1 new run\(s\) \(VMP seed 7"):
+        run_study(changed, folder, lambda s: run_local(s), progress=False)
+    result = run_study(changed, folder, lambda s: run_local(s), progress=False, force=True)
+    assert len(result.executed) == 1
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert sorted(v["seed"] for v in manifest["runs"].values()) == [0, 1, 7]
+
+
+def test_an_unreachable_scheduler_is_a_clear_error_within_seconds(tmp_path):
+    study = tmp_path / "s.toml"
+    study.write_text(textwrap.dedent(STUDY_TOML.format(work=0.0)).replace("test-slow-eval", "gmm").replace(
+        "test-points", "gmm-synthetic").replace("model_params = { sleep = 0.0 }", "").replace("test-sleeper", "vmp").replace(
+        "params = { work = 0.0 }", ""))
+    started = time.monotonic()
+    proc = cli("run", str(study), "--executor", "dask", "--address", "tcp://127.0.0.1:9", "-o", str(tmp_path / "o"))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and time.monotonic() - started < 20
+    assert "cannot reach a Dask scheduler at tcp://127.0.0.1:9" in err and "Traceback" not in err
