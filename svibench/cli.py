@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from .data import DataError
+from .executors import ExecutorError
 from .registry import RegistryError, get_registry
 from .results import ResultsError, open_results
 from .study import StudyError, load_study
@@ -49,7 +50,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .executors import run_local
+    from .executors import run_dask, run_local
+
+    if args.address and args.executor != "dask":
+        raise ExecutorError("--address needs --executor dask")
 
     study = load_study(args.study, scale=args.scale, plugins=tuple(str(Path(p).resolve()) for p in args.plugin))
     out = Path(args.output) if args.output else Path(args.study).resolve().parent / "results"
@@ -58,7 +62,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"study {study.name!r} ({study.scale} scale): {len(study.runs)} runs, {workers} worker(s) -> {out}")
         for skip in study.skipped:
             print(f"  skipped {skip.algorithm} on {skip.problem}: {skip.reason}")
-    executor = lambda specs: run_local(specs, workers=workers)  # noqa: E731
+    memory = int(args.memory_limit * 2**30) if args.memory_limit else None
+    if args.executor == "dask":
+        executor = lambda specs: run_dask(specs, address=args.address, workers=workers, retries=args.retries)  # noqa: E731
+    else:
+        executor = lambda specs: run_local(specs, workers=workers, retries=args.retries, memory_limit=memory)  # noqa: E731
     if len(study.runs) == 1 and not args.quiet and sys.stderr.isatty():
         executor = run_with_progress  # one long run: show its progress through the budget
     try:
@@ -70,9 +78,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             retry_failed=not args.keep_failed,
             force=args.force,
             progress=False if args.quiet else None,
+            execution={"executor": args.executor, "parallel_workers": workers if len(study.runs) > 1 else 1,
+                       **({"scheduler": args.address} if args.address else {})},
         )
     except KeyboardInterrupt:
-        print(f"\ninterrupted: finished runs are in {out}; run the same command again to resume", file=sys.stderr)
+        print(f"\ninterrupted: the finished runs are saved in {out}; run the same command again to resume "
+              "(only the missing runs will run)", file=sys.stderr)
         return 130
     if result.corrupt:
         print(f"unreadable run files (run again): {', '.join(result.corrupt)}", file=sys.stderr)
@@ -137,6 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("study", help="the study's TOML file")
     p.add_argument("-o", "--output", help="results folder (default: results/ beside the study file)")
     p.add_argument("--workers", type=int, default=0, help="worker processes (default: number of cores)")
+    p.add_argument("--executor", choices=("local", "dask"), default="local",
+                   help="local worker processes (default) or Dask distributed")
+    p.add_argument("--address", help="with --executor dask: a running scheduler, e.g. tcp://127.0.0.1:8786 "
+                   "(default: start a LocalCluster)")
+    p.add_argument("--retries", type=int, default=1, help="restarts of a run whose worker died (default 1)")
+    p.add_argument("--memory-limit", type=float, default=0, metavar="GiB",
+                   help="local executor: address-space limit per worker process (a run over it ends failed)")
     p.add_argument("--scale", default="default", help="a [scales.NAME] of the study, e.g. 'paper'")
     p.add_argument("--no-resume", action="store_true", help="make every run again even if it is on disk")
     p.add_argument("--keep-failed", action="store_true", help="when resuming, do not retry failed/timed-out runs")
@@ -171,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (StudyError, RegistryError, DataError, ResultsError, SweepError) as exc:
+    except (StudyError, RegistryError, DataError, ResultsError, SweepError, ExecutorError) as exc:
         print(f"svibench: error: {exc}", file=sys.stderr)
         return 2
 
