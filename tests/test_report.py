@@ -1,0 +1,302 @@
+"""Reports read saved results and show every problem, algorithm and metric with the right numbers."""
+from __future__ import annotations
+
+import base64
+import json
+import textwrap
+import tomllib
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from svibench.cli import main
+from svibench.report import ReportError, ReportSettings, write_report
+from svibench.report.fmt import mean_sd
+from svibench.results import open_results
+from svibench.runner import execute
+from svibench.study import parse_study
+from svibench.sweep import run_study
+
+PLUGIN = '''
+from svibench.algorithm import Diverged
+from svibench.algorithms.svi import VMP
+
+
+class FailingVMP(VMP):
+    """VMP that raises at its third step."""
+    name = "test-report-failing"
+    label = "Failing"
+    presets = {}
+
+    def step(self):
+        if self.t_ == 2:
+            raise RuntimeError("deliberate failure for the report test")
+        return super().step()
+
+
+class DivergingVMP(VMP):
+    """VMP that reports divergence at its fourth step."""
+    name = "test-report-diverging"
+    label = "Diverging"
+    presets = {}
+
+    def step(self):
+        if self.t_ == 3:
+            raise Diverged("deliberate divergence for the report test")
+        return super().step()
+'''
+
+STUDY = """
+[study]
+name = "report-test"
+description = "tiny GMM study for the report tests"
+seeds = [0, 1]
+
+[budget]
+iterations = 12
+checkpoints = 6
+
+[[problem]]
+name = "gmm/small"
+model = "gmm"
+dataset = "gmm-synthetic"
+model_params = { components = 3 }
+dataset_params = { n = 300, n_test = 100, components = 3 }
+
+[[problem]]
+name = "gmm/tiny"
+model = "gmm"
+dataset = "gmm-synthetic"
+model_params = { components = 2 }
+dataset_params = { n = 150, n_test = 50, components = 2, seed = 3 }
+
+[[algorithm]]
+name = "svi"
+params = { batch_size = 50 }
+
+[[algorithm]]
+name = "vmp"
+
+[[algorithm]]
+name = "test-report-failing"
+
+[[algorithm]]
+name = "test-report-diverging"
+
+[[paper]]
+problem = "gmm/small"
+algorithm = "VMP"
+metric = "elbo"
+value = -900.0
+sd = 5.0
+note = "made-up number for the test"
+
+[[paper]]
+problem = "gmm/small"
+algorithm = "Gibbs sampler"
+metric = "elbo"
+value = -1.0
+
+[report]
+target = { metric = "elbo", relative = 0.01 }
+"""
+
+
+def _serial(specs):
+    for spec in specs:
+        yield execute(spec)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("report")
+    plugin = root / "report_plugin.py"
+    plugin.write_text(PLUGIN)
+    (root / "study.toml").write_text(STUDY)
+    study = parse_study(tomllib.loads(STUDY), source=str(root / "study.toml"), plugins=(str(plugin),), text=STUDY)
+    run_study(study, root / "results", _serial, progress=False)
+    return root / "results"
+
+
+@pytest.fixture(scope="module")
+def report(results, tmp_path_factory):
+    return write_report(results, tmp_path_factory.mktemp("out"))
+
+
+class _Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.images, self.links, self.cells, self._in_cell = [], [], [], False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.images.append(attrs["src"])
+        if tag in ("a", "link", "script") and (attrs.get("href") or attrs.get("src")):
+            self.links.append(attrs.get("href") or attrs.get("src"))
+        self._in_cell = tag in ("td", "th")
+
+    def handle_data(self, data):
+        if self._in_cell:
+            self.cells.append(data.strip())
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self._in_cell = False
+
+
+def _final(ds, r: int, var: str) -> float:
+    k = int(np.isfinite(ds["iteration"].values[r]).sum()) - 1
+    return float(ds[var].values[r, k])
+
+
+def test_report_names_every_problem_algorithm_and_metric(results, report):
+    ds = open_results(results)
+    html, md = report.html.read_text(), report.markdown.read_text()
+    for name in [*set(ds["problem"].values), *set(ds["label"].values), "elbo", "heldout_loglik"]:
+        assert name in html and name in md, name
+    assert {p.name for p in report.figures} == {f"{m}-vs-{a}.png" for m in ("elbo", "heldout_loglik") for a in ("time", "epoch")}
+    for fig in report.figures:
+        assert f"figures/{fig.name}" in md and fig.read_bytes().startswith(b"\x89PNG")
+
+
+def test_html_parses_and_embeds_its_figures_without_external_files(report):
+    page = _Page()
+    page.feed(report.html.read_text())
+    page.close()
+    assert len(page.images) == len(report.figures) == 4
+    for src in page.images:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1]).startswith(b"\x89PNG")
+    assert all(link.startswith("#") for link in page.links), page.links
+
+
+def test_final_metrics_match_numbers_computed_from_the_xarray_results(results, report):
+    ds = open_results(results)
+    table = report.tables[0]
+    assert table.title == "Final metrics"
+    for (problem, label), rec in table.data.iterrows():
+        runs = [r for r in range(ds.sizes["run"]) if ds["problem"].values[r] == problem and ds["label"].values[r] == label]
+        ok = [r for r in runs if ds["status"].values[r] == "ok"]
+        assert rec["runs"] == len(runs) == 2 and rec["runs_ok"] == len(ok)
+        for var in ("elbo", "heldout_loglik", "time"):
+            values = np.array([_final(ds, r, var) for r in ok])
+            if ok:
+                assert rec[f"{var}_mean"] == pytest.approx(values.mean(), rel=1e-12)
+                assert rec[f"{var}_std"] == pytest.approx(values.std(ddof=1), rel=1e-9)
+                assert mean_sd(values.mean(), values.std(ddof=1)) in report.markdown.read_text()
+            else:
+                assert np.isnan(rec[f"{var}_mean"])
+    assert set(table.data.index.get_level_values("label")) == {"SVI", "VMP", "Failing", "Diverging"}
+
+
+def test_time_to_target_matches_a_direct_computation(results, report):
+    ds = open_results(results)
+    table = next(t for t in report.tables if t.title.startswith("Time to target"))
+    for (problem, label), rec in table.data.iterrows():
+        in_problem = [r for r in range(ds.sizes["run"]) if ds["problem"].values[r] == problem]
+        best = max(_final(ds, r, "elbo") for r in in_problem if ds["status"].values[r] == "ok")
+        threshold = best - 0.01 * abs(best)
+        assert rec["threshold"] == pytest.approx(threshold)
+        times = []
+        for r in in_problem:
+            if ds["label"].values[r] != label:
+                continue
+            hit = np.flatnonzero(ds["elbo"].values[r] >= threshold)
+            if hit.size:
+                times.append(ds["time"].values[r, hit[0]])
+        assert rec["reached"] == len(times)
+        if times:
+            assert rec["time_mean"] == pytest.approx(np.mean(times))
+    assert table.data["reached"].max() >= 1
+
+
+def test_failed_and_diverged_runs_are_reported_with_their_messages(report):
+    table = next(t for t in report.tables if t.title == "Runs not ok")
+    statuses = dict(zip(table.data["label"], table.data["status"]))
+    assert statuses == {"Failing": "failed", "Diverging": "diverged"}
+    assert table.data["count"].sum() == 8  # 2 problems × 2 seeds × 2 algorithms
+    for text in (report.html.read_text(), report.markdown.read_text()):
+        assert "deliberate failure for the report test" in text
+        assert "deliberate divergence for the report test" in text
+        assert "8 of 16 runs not ok: 4 diverged, 4 failed" in text
+
+
+def test_paper_vs_this_run_shows_the_difference(results, report):
+    ds = open_results(results)
+    table = next(t for t in report.tables if t.title == "Paper vs this run")
+    row = table.data[table.data["label"] == "VMP"].iloc[0]
+    vmp = [_final(ds, r, "elbo") for r in range(ds.sizes["run"])
+           if ds["problem"].values[r] == "gmm/small" and ds["label"].values[r] == "VMP"]
+    assert row["difference"] == pytest.approx(np.mean(vmp) + 900.0)
+    assert "not in these results" in report.markdown.read_text()  # the Gibbs sampler row
+
+
+def test_header_carries_study_versions_machine_and_parallel_caveat(results, tmp_path):
+    manifest = json.loads((results / "manifest.json").read_text())
+    html = write_report(results, tmp_path / "a").html.read_text()
+    for value in ("report-test", manifest["git_commit"], manifest["machine"], manifest["numpy_version"], "tiny GMM study"):
+        assert value in html
+    assert "parallel" not in html.lower()
+    copy = tmp_path / "copy"
+    (copy / "runs").mkdir(parents=True)
+    for f in (results / "runs").iterdir():
+        (copy / "runs" / f.name).write_bytes(f.read_bytes())
+    manifest["parallel_workers"] = 2
+    manifest.pop("timing_note", None)
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    html = write_report(copy, tmp_path / "b").html.read_text()
+    assert "parallel workers" in html and "2 at a time" in html
+
+
+def test_metric_direction_follows_the_convention_unless_the_study_says_otherwise():
+    settings = ReportSettings.parse({})
+    assert [settings.lower_is_better(m) for m in ("elbo", "heldout_loglik", "psnr", "test_mse", "neg_loglik",
+                                                   "log_loss", "posterior_kl", "test_error")] == [
+        False, False, False, True, True, True, True, True]
+    custom = ReportSettings.parse({"lower_is_better": ["psnr"], "higher_is_better": ["test_error"]})
+    assert custom.lower_is_better("psnr") and not custom.lower_is_better("test_error")
+    target = ReportSettings.parse({"target": {"metric": "test_mse", "relative": 0.1}}).targets[0]
+    assert target.threshold(2.0, lower=True) == pytest.approx(2.2)
+    assert target.threshold(-100.0, lower=False) == pytest.approx(-110.0)
+
+
+@pytest.mark.parametrize("table", [
+    {"target": {"relative": 0.1}},
+    {"target": {"metric": "elbo", "relative": 0.1, "absolute": 1.0}},
+    {"target": {"metric": "elbo", "relative": -1}},
+    {"lower_is_better": "elbo"},
+    {"lower_is_better": ["x"], "higher_is_better": ["x"]},
+])
+def test_a_bad_report_table_is_refused_naming_the_key(table):
+    with pytest.raises(ReportError, match=r"\[report\]"):
+        ReportSettings.parse(table)
+
+
+def test_cli_report_and_run_write_the_report_and_no_report_turns_it_off(results, tmp_path, capsys):
+    assert main(["report", str(results), "-o", str(tmp_path / "r")]) == 0
+    assert (tmp_path / "r" / "index.html").exists() and (tmp_path / "r" / "summary.md").exists()
+    study = tmp_path / "s" / "study.toml"
+    study.parent.mkdir()
+    study.write_text(textwrap.dedent("""
+        [study]
+        name = "cli-report"
+        seeds = [0]
+        [budget]
+        iterations = 3
+        checkpoints = 2
+        [[problem]]
+        model = "gmm"
+        dataset = "gmm-synthetic"
+        dataset_params = { n = 100, n_test = 20 }
+        [[algorithm]]
+        name = "vmp"
+    """))
+    assert main(["run", str(study), "--workers", "1", "-q"]) == 0
+    assert (study.parent / "index.html").exists() and (study.parent / "figures").is_dir()
+    assert main(["run", str(study), "--workers", "1", "-q", "-o", str(tmp_path / "o"), "--no-report"]) == 0
+    assert not (tmp_path / "o" / "report").exists()
+    assert main(["run", str(study), "--workers", "1", "-q", "-o", str(tmp_path / "o2")]) == 0
+    assert (tmp_path / "o2" / "report" / "index.html").exists()
