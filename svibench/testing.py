@@ -449,18 +449,18 @@ def check_does_not_mutate_data(subject: Subject) -> None:
     """Data and model arrays are unchanged by value, stay read-only, and the algorithm holds no writable view of them."""
     for problem in subject.claimed():
         model = problem.build(subject.registry)
-        snapshot = {k: np.array(v, copy=True) for k, v in _leaves(vars(model), "model") if isinstance(v, np.ndarray)}
+        snapshot = {k: np.array(v, copy=True) for k, v in _leaves(model, "model") if isinstance(v, np.ndarray)}
         data = _data_arrays(model)
         run = _run(subject, problem, seed=0, steps=FEW_STEPS, model=model)
         run.metrics()
-        after = {k: v for k, v in _leaves(vars(model), "model") if isinstance(v, np.ndarray)}
+        after = {k: v for k, v in _leaves(model, "model") if isinstance(v, np.ndarray)}
         changed = [k for k, v in snapshot.items() if k not in after or not np.array_equal(v, after[k], equal_nan=True)]
         if changed:
             raise CheckFailed(f"on {problem.model}, init/step change the model's arrays: {', '.join(changed[:4])}")
         writable = [k for k, v in data.items() if v.flags.writeable]
         if writable:
             raise CheckFailed(f"on {problem.model}, the data arrays {', '.join(writable)} were made writable")
-        for path, value in _leaves(vars(run.alg), "alg"):
+        for path, value in _leaves(run.alg, "alg"):
             if isinstance(value, np.ndarray) and value.flags.writeable:
                 for name, array in data.items():
                     if np.shares_memory(value, array):
