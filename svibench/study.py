@@ -121,6 +121,12 @@ def _check_keys(table: Any, allowed: set[str], where: str) -> dict[str, Any]:
     return table
 
 
+def _table(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise StudyError(f"{where}: expected a table, got {_type_name(value)}")
+    return value
+
+
 def _positive(value: Any, where: str, kind: type) -> Any:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else (
         isinstance(value, int) and not isinstance(value, bool)
@@ -191,9 +197,12 @@ def parse_study(
     if scale != "default":
         if scale not in scales:
             raise StudyError(f"{source}: no [scales.{scale}] table; available scales: default{''.join(', ' + s for s in sorted(scales))}")
-        overrides = _check_keys(scales[scale], SCALE_KEYS, f"[scales.{scale}]")
     for name, table in scales.items():
         _check_keys(table, SCALE_KEYS, f"[scales.{name}]")
+        for key in ("budget", "model_params", "dataset_params", "algorithm_params"):
+            _table(table.get(key, {}), f"[scales.{name}] {key}")
+    if scale != "default":
+        overrides = scales[scale]
 
     study = dict(_check_keys(raw.get("study", {}), STUDY_KEYS, "[study]"))
     for key in ("seeds", "timeout"):
@@ -250,8 +259,8 @@ def parse_study(
                 f"{where}: model {model_cls.name!r} takes datasets of kind {', '.join(model_cls.data_kinds)}; "
                 f"dataset {info.name!r} is of kind {info.kind!r}"
             )
-        model_params = _merge(table.get("model_params", {}), overrides.get("model_params", {}))
-        dataset_params = _merge(table.get("dataset_params", {}), {
+        model_params = _merge(_table(table.get("model_params", {}), f"{where} model_params"), overrides.get("model_params", {}))
+        dataset_params = _merge(_table(table.get("dataset_params", {}), f"{where} dataset_params"), {
             k: v for k, v in overrides.get("dataset_params", {}).items() if k in inspect.signature(info.loader).parameters
         })
         model_names = [p for p in inspect.signature(model_cls.__init__).parameters if p not in ("self", "data")]
@@ -260,6 +269,8 @@ def parse_study(
             for dp, d_varied in _grid(dataset_params, f"{where} dataset_params"):
                 _check_params(dp, info.loader, list(inspect.signature(info.loader).parameters), f"{where} dataset_params", f"dataset {info.name!r}")
                 base = table.get("name") or f"{model_cls.name}/{info.name}"
+                if not isinstance(base, str):
+                    raise StudyError(f"{where} name: expected a string, got {_type_name(base)}")
                 suffix = ", ".join(f"{k}={v}" for k, v in [*((k, mp[k]) for k in m_varied), *((k, dp[k]) for k in d_varied)])
                 problems.append(ProblemSpec(f"{base} ({suffix})" if suffix else base, model_cls.name, info.name, mp, dp))
     if len({p.name for p in problems}) != len(problems):
@@ -281,7 +292,7 @@ def parse_study(
             raise StudyError(f"{where}: {exc}") from None
         where = f"{where} ({entry.name})"
         accepted = entry.param_names()
-        params = dict(table.get("params", {}))
+        params = dict(_table(table.get("params", {}), f"{where} params"))
         params.update({k: v for k, v in overrides.get("algorithm_params", {}).items() if k in accepted})
         label_base = table.get("label", entry.label)
         if not isinstance(label_base, str):

@@ -70,7 +70,7 @@ BAD = {
     "unknown param": (GOOD.replace("batch_size = 20", "batchsize = 20"), "has no parameter 'batchsize'"),
     "bad value": (GOOD.replace("kappa = [0.6, 0.9]", "kappa = 2.0"), "kappa must be in (0.5, 1]"),
     "not toml": ("[study\nname=", "is not valid TOML"),
-    "unknown dataset": (GOOD.replace('dataset = "gmm-synthetic"', 'dataset = "mnist"'), "unknown dataset 'mnist'"),
+    "unknown dataset": (GOOD.replace('dataset = "gmm-synthetic"', 'dataset = "no-such-data"'), "unknown dataset 'no-such-data'"),
     "no problems": (GOOD.split("[[problem]]")[0], "needs at least one [[problem]]"),
 }
 
