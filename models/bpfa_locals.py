@@ -1,0 +1,301 @@
+"""Local variables of beta-process factor analysis: the three local approximations.
+
+For a minibatch of rows yᵢ (with observation masks mᵢ) and a *view* of the
+globals β = {π, Φ, γ_w, γ_obs} — their expectations under q(β) or one sample —
+this module computes q(ψᵢ) = q(zᵢ, wᵢ) by
+
+* mean-field coordinate ascent, q(z_ik) q(w_ik) (Shah et al. 2015, eq. 8–9);
+* the Titsias & Lázaro-Gredilla spike-and-slab form, q(z_ik) q(w_ik | z_ik) (eq. 11);
+* blocked Gibbs sampling from the exact local conditional p(ψᵢ | yᵢ, β): z_ik
+  with w_ik integrated out, then w_ik | z_ik (appendix, "Gibbs-SSVI"/"Mimno-SVI").
+
+All three share one sweep over features k = 1..K, vectorised over the
+minibatch.  With x_ik = z_ik w_ik and the masked residual r_{-k} of the other
+features, every step needs the same two numbers per row,
+
+    A_ik = E[γ_obs] Σ_d m_id E[φ_kd²],    b_ik = E[γ_obs] Σ_d m_id E[φ_kd] r_{-k,id},
+
+(at a sample of β, E[·] is the value at the sample).  The view is a
+:class:`GlobalMoments`; the same routine therefore serves SVI/Mimno (expected
+view) and the structured SSVI variants (sampled view).  Missing entries never
+enter: every sum over d carries the mask m_id.
+
+The result of every approximation is a :class:`LocalMoments`: S "draws" of
+(E[x], E[x²], E[z], E[w²]) per row and feature, whose cross moments within a
+draw are products — exact for mean-field and Titsias (S = 1, independent
+features) and for Gibbs samples (S = number of kept sweeps, X2 = X²).  The
+eq. 7 statistics are written once in terms of these (``models.bpfa_stats``).
+
+References
+----------
+Shah, Knowles & Ghahramani (2015), ICML, §3 and appendix.
+Titsias & Lázaro-Gredilla (2011), "Spike and slab variational inference for
+multi-task and multiple kernel learning", NIPS.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit
+
+__all__ = [
+    "GlobalMoments",
+    "LocalMoments",
+    "FactorQ",
+    "FeatureSweep",
+    "mean_field",
+    "titsias",
+    "gibbs",
+    "local_elbo",
+    "draw_from_q",
+]
+
+_LOG_2PI = np.log(2.0 * np.pi)
+#: Local coordinate ascent stops when no θ_ik moved by more than this in a sweep.
+THETA_TOL = 1e-4
+
+
+@dataclass(frozen=True)
+class GlobalMoments:
+    """The moments of β the local computations need.
+
+    Expectations under q(β) (expected view) or values at one draw β ~ q(β)
+    (sampled view; then ``phi2 == phi**2``).
+
+    Attributes
+    ----------
+    gamma_obs, log_gamma_obs, gamma_w, log_gamma_w : float
+        E[γ_obs], E[log γ_obs], E[γ_w], E[log γ_w].
+    log_pi, log_1m_pi : ndarray (K,)
+        E[log π_k], E[log(1 − π_k)].
+    phi, phi2 : ndarray (K, D)
+        E[φ_kd] and E[φ_kd²] (per dimension: q(φ_kd) has its own precision τ_kd).
+    """
+
+    gamma_obs: float
+    log_gamma_obs: float
+    gamma_w: float
+    log_gamma_w: float
+    log_pi: np.ndarray
+    log_1m_pi: np.ndarray
+    phi: np.ndarray
+    phi2: np.ndarray
+
+    @property
+    def logit_pi(self) -> np.ndarray:
+        """E[log π_k − log(1 − π_k)]: ψ(a_k) − ψ(b_k) in expectation, log(π_k/(1 − π_k)) at a draw."""
+        return self.log_pi - self.log_1m_pi
+
+
+@dataclass(frozen=True)
+class LocalMoments:
+    """S draws of the locals' moments for B rows, each array (S, B, K).
+
+    ``X`` = E[x_ik], ``X2`` = E[x_ik²], ``Z`` = E[z_ik], ``W2`` = E[w_ik²], with
+    x_ik = z_ik w_ik; within one draw features are independent (cross moments
+    are products of ``X``).  Statistics average over the S draws.
+    """
+
+    X: np.ndarray
+    X2: np.ndarray
+    Z: np.ndarray
+    W2: np.ndarray
+
+
+@dataclass(frozen=True)
+class FactorQ:
+    """A factorised local q: q(z_ik) = Bern(θ_ik), slab q(w_ik | z_ik = 1) = N(m_ik, v_ik).
+
+    ``kind`` "mf": q(w_ik) = N(m_ik, v_ik) whatever z_ik (eq. 8);
+    "titsias": q(w_ik | z_ik = 0) = N(0, 1/γ_w), the prior (eq. 11).
+    In the paper's parametrisation m = ν/κ and v = 1/κ.
+    """
+
+    kind: str
+    theta: np.ndarray
+    mean_w: np.ndarray
+    var_w: np.ndarray
+    gamma_w: float
+
+    def moments(self) -> LocalMoments:
+        slab2 = self.mean_w**2 + self.var_w
+        x2 = self.theta * slab2
+        w2 = slab2 if self.kind == "mf" else x2 + (1.0 - self.theta) / self.gamma_w
+        return LocalMoments((self.theta * self.mean_w)[None], x2[None], self.theta[None], w2[None])
+
+
+class FeatureSweep:
+    """The state of a sweep over features for a minibatch: current x (B, K) and masked residual.
+
+    Parameters
+    ----------
+    view : GlobalMoments
+    Y, M : ndarray (B, D)
+        Rows and their masks (1 = observed); unobserved entries of Y are ignored.
+    X0 : ndarray (B, K)
+        Initial E[x] (mean-field/Titsias) or state x (Gibbs).
+    """
+
+    def __init__(self, view: GlobalMoments, Y: np.ndarray, M: np.ndarray, X0: np.ndarray) -> None:
+        self.view = view
+        self.M = M
+        self.full = bool(M.all())
+        g, phi = view.gamma_obs, view.phi
+        self.A = g * (M @ view.phi2.T)
+        self.Q = g * (M @ (phi**2).T)
+        self.X = np.array(X0, dtype=float)
+        self.R = Y - self.X @ phi
+        if not self.full:
+            self.R *= M
+
+    def field(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(A_k, b_k) of feature k for every row, with feature k's own term removed from b."""
+        b = self.view.gamma_obs * (self.R @ self.view.phi[k]) + self.X[:, k] * self.Q[:, k]
+        return self.A[:, k], b
+
+    def set(self, k: int, xk: np.ndarray) -> None:
+        """Set E[x_·k] (or the sample x_·k) and update the residual."""
+        delta = xk - self.X[:, k]
+        step = np.outer(delta, self.view.phi[k])
+        self.R -= step if self.full else step * self.M
+        self.X[:, k] = xk
+
+
+def _collapsed(view: GlobalMoments, k: int, A: np.ndarray, b: np.ndarray):
+    """Exact conditional of (z_k, w_k) given the other features (w_k integrated for z_k).
+
+    Precision κ = A + γ_w, slab mean b/κ; log-odds of z_k = 1:
+    logit π_k + ½ log(γ_w/κ) + b²/(2κ).
+    """
+    kappa = A + view.gamma_w
+    mean = b / kappa
+    log_odds = view.logit_pi[k] + 0.5 * np.log(view.gamma_w / kappa) + 0.5 * b * mean
+    return kappa, mean, log_odds
+
+
+def mf_step(sweep: FeatureSweep, q: FactorQ, k: int) -> None:
+    """One mean-field coordinate step on feature k: q(w_·k), then q(z_·k) (eq. 9).
+
+    Each is the exact maximiser of the local ELBO in its coordinate:
+    κ = θA + γ_w, m = θb/κ, v = 1/κ; θ = σ(logit π_k + m b − ½(m² + v) A).
+    """
+    A, b = sweep.field(k)
+    theta = q.theta[:, k]
+    kappa = theta * A + sweep.view.gamma_w
+    m = theta * b / kappa
+    q.mean_w[:, k], q.var_w[:, k] = m, 1.0 / kappa
+    q.theta[:, k] = theta = expit(sweep.view.logit_pi[k] + m * b - 0.5 * (m * m + 1.0 / kappa) * A)
+    sweep.set(k, theta * m)
+
+
+def titsias_step(sweep: FeatureSweep, q: FactorQ, k: int) -> None:
+    """One Titsias coordinate step on feature k (eq. 11): the joint optimum of (θ, ν, κ).
+
+    Maximising the local ELBO over q(z_k) q(w_k | z_k) gives κ = A + γ_w,
+    m = b/κ and logit θ = logit π_k + ½ log(γ_w/κ) + b²/(2κ): the exact
+    conditional of (z_k, w_k) given the other features' means.
+    """
+    A, b = sweep.field(k)
+    kappa, m, log_odds = _collapsed(sweep.view, k, A, b)
+    q.mean_w[:, k], q.var_w[:, k] = m, 1.0 / kappa
+    q.theta[:, k] = theta = expit(log_odds)
+    sweep.set(k, theta * m)
+
+
+def _coordinate_ascent(view, Y, M, kind, step, max_sweeps) -> FactorQ:
+    """Sweeps of ``step`` from θ = 1, m = 0 (every feature available, none used yet)
+    until θ moves by less than :data:`THETA_TOL` or ``max_sweeps``."""
+    B, K = Y.shape[0], view.phi.shape[0]
+    q = FactorQ(kind, np.ones((B, K)), np.zeros((B, K)), np.full((B, K), 1.0 / view.gamma_w), view.gamma_w)
+    sweep = FeatureSweep(view, Y, M, np.zeros((B, K)))
+    for _ in range(max_sweeps):
+        before = q.theta.copy()
+        for k in range(K):
+            step(sweep, q, k)
+        if np.max(np.abs(q.theta - before)) < THETA_TOL:
+            break
+    return q
+
+
+def mean_field(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int) -> FactorQ:
+    """Mean-field local q (eq. 8) by coordinate ascent on the local ELBO (eq. 9)."""
+    return _coordinate_ascent(view, Y, M, "mf", mf_step, max_sweeps)
+
+
+def titsias(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int) -> FactorQ:
+    """Titsias spike-and-slab local q (eq. 11) by coordinate ascent on its local ELBO."""
+    return _coordinate_ascent(view, Y, M, "titsias", titsias_step, max_sweeps)
+
+
+def gibbs_step(sweep: FeatureSweep, k: int, rng: np.random.Generator):
+    """Blocked Gibbs step on feature k for every row: z_k ~ p(z_k | rest) with w_k
+    integrated out, then w_k | z_k = 1 ~ N(b/κ, 1/κ) (x_k = 0 when z_k = 0).
+
+    Returns the Rao–Blackwellised E[z_k | rest] and E[w_k² | rest].
+    """
+    A, b = sweep.field(k)
+    kappa, mean, log_odds = _collapsed(sweep.view, k, A, b)
+    p = expit(log_odds)
+    B = len(p)
+    on = rng.random(B) < p
+    w = mean + rng.standard_normal(B) / np.sqrt(kappa)
+    sweep.set(k, np.where(on, w, 0.0))
+    return p, p * (mean * mean + 1.0 / kappa) + (1.0 - p) / sweep.view.gamma_w
+
+
+def gibbs(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, burnin: int, samples: int,
+          rng: np.random.Generator, X0: np.ndarray | None = None) -> LocalMoments:
+    """Gibbs chain on the locals given the view: ``burnin`` sweeps discarded, ``samples`` kept.
+
+    Starts from x = 0 (no feature on) unless ``X0`` is given.  Kept draws
+    carry the sampled x (so cross moments x_ik x_ij are those of the chain)
+    and Rao–Blackwellised E[z], E[w²].
+    """
+    B, K = Y.shape[0], view.phi.shape[0]
+    sweep = FeatureSweep(view, Y, M, np.zeros((B, K)) if X0 is None else X0)
+    X = np.empty((samples, B, K))
+    Z = np.empty((samples, B, K))
+    W2 = np.empty((samples, B, K))
+    for s in range(burnin + samples):
+        keep = s - burnin
+        for k in range(K):
+            p, w2 = gibbs_step(sweep, k, rng)
+            if keep >= 0:
+                Z[keep, :, k], W2[keep, :, k] = p, w2
+        if keep >= 0:
+            X[keep] = sweep.X
+    return LocalMoments(X, X * X, Z, W2)
+
+
+def local_elbo(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, q: FactorQ) -> np.ndarray:
+    """Local ELBO per row, E_q[log p(yᵢ, zᵢ, wᵢ | β)] − E_q[log q(zᵢ, wᵢ)], with all constants.
+
+    Expectations over β use the view (E[γ], E[log γ], E[log π], E[φ], E[φ²]),
+    so with the expected view this is row i's share of the full ELBO; only
+    observed entries enter the likelihood.  Mean-field (eq. 9) or Titsias
+    entropy according to ``q.kind``.
+    """
+    mom = q.moments()
+    ex, ex2, w2 = mom.X[0], mom.X2[0], mom.W2[0]
+    R = M * (Y - ex @ view.phi)
+    resid2 = (R**2).sum(1) + (ex2 * (M @ view.phi2.T)).sum(1) - (ex**2 * (M @ (view.phi**2).T)).sum(1)
+    n_obs = M.sum(1)
+    loglik = 0.5 * n_obs * (view.log_gamma_obs - _LOG_2PI) - 0.5 * view.gamma_obs * resid2
+    th = q.theta
+    prior_z = (th * view.log_pi + (1.0 - th) * view.log_1m_pi).sum(1)
+    prior_w = (0.5 * (view.log_gamma_w - _LOG_2PI) - 0.5 * view.gamma_w * w2).sum(1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h_z = -(np.where(th > 0, th * np.log(th), 0.0) + np.where(th < 1, (1 - th) * np.log1p(-th), 0.0))
+    h_slab = 0.5 * (np.log(q.var_w) + _LOG_2PI + 1.0)
+    if q.kind == "mf":
+        h_w = h_slab
+    else:
+        h_w = th * h_slab + (1.0 - th) * 0.5 * (_LOG_2PI + 1.0 - np.log(q.gamma_w))
+    return loglik + prior_z + prior_w + (h_z + h_w).sum(1)
+
+
+def draw_from_q(q: FactorQ, rng: np.random.Generator) -> np.ndarray:
+    """One draw x = z ∘ w from a factorised local q (B, K)."""
+    z = rng.random(q.theta.shape) < q.theta
+    return np.where(z, q.mean_w + np.sqrt(q.var_w) * rng.standard_normal(q.theta.shape), 0.0)

@@ -1,0 +1,55 @@
+"""The global statistics of beta-process factor analysis (Shah et al. 2015, eq. 7, corrected).
+
+Σᵢ η̂ᵢ for a minibatch, in natural-parameter form, from the locals' moments
+(``models.bpfa_locals.LocalMoments``) and the globals' view.  Relative to the
+printed eq. 7 (see CATALOG.md errata):
+
+* φ_k's prior precision is D (φ_k ~ N(0, D⁻¹I)) and, with masks, its
+  posterior precision is per dimension: τ_kd = D + E[γ_obs] Σᵢ m_id E[x_ik²];
+* the linear term carries E[γ_obs]:  μ_kd = E[γ_obs] Σᵢ m_id E[x_ik (y_id − Σ_{j≠k} x_ij φ_jd)];
+* c = c′ + ½ Σᵢ Σ_d m_id and d = d′ + ½ Σᵢ Σ_d m_id E[(y_id − Σ_k x_ik φ_kd)²]
+  count observed entries only;
+* e = e′ + ½ B K and f = f′ + ½ Σᵢₖ E[w_ik²] (w_ik exists whether or not z_ik = 1).
+
+"E" is over the locals' approximation and, for the other globals, over the
+view (expectations under q(β), or one sample of β in the structured variants).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from svibench.expfam import BetaNatural, GammaNatural, GaussianDiagNatural
+
+from .bpfa_locals import GlobalMoments, LocalMoments
+
+__all__ = ["global_statistics"]
+
+
+def global_statistics(mom: LocalMoments, view: GlobalMoments, Y: np.ndarray, M: np.ndarray) -> dict:
+    """Σ_{i∈B} η̂ᵢ of every global, averaged over the S draws of ``mom``.
+
+    Returns a dict: ``pi`` (BetaNatural, K), ``phi`` (GaussianDiagNatural, K×D),
+    ``gamma_obs`` and ``gamma_w`` (GammaNatural scalars) — increments to add to
+    the prior natural parameters.
+    """
+    S, B, K = mom.X.shape
+    g, phi = view.gamma_obs, view.phi
+    lin = np.zeros_like(phi)
+    quad = np.zeros_like(phi)
+    resid2 = 0.0
+    MT = M.T
+    for s in range(S):
+        X, X2 = mom.X[s], mom.X2[s]
+        R = M * (Y - X @ phi)
+        XX_M = (MT @ (X * X)).T   # Σᵢ m_id E[x_ik]²  (K, D)
+        X2_M = (MT @ X2).T        # Σᵢ m_id E[x_ik²]  (K, D)
+        lin += g * (X.T @ R + phi * XX_M)
+        quad += X2_M
+        resid2 += float((R * R).sum() + (X2_M * view.phi2).sum() - (XX_M * phi**2).sum())
+    z = mom.Z.sum(axis=(0, 1)) / S
+    return {
+        "pi": BetaNatural(z, B - z),
+        "phi": GaussianDiagNatural(lin / S, -0.5 * g * quad / S),
+        "gamma_obs": GammaNatural(0.5 * M.sum(), -0.5 * resid2 / S),
+        "gamma_w": GammaNatural(0.5 * B * K, -0.5 * mom.W2.sum() / S),
+    }
