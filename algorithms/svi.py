@@ -31,7 +31,7 @@ import numpy as np
 from svibench.algorithm import Algorithm, Preset
 from svibench.capabilities import ConditionallyConjugate, LocalApprox, natural_step
 from svibench.capabilities.conjugate import ensure_finite
-from svibench.capabilities.conjugate import VIEWS
+from svibench.capabilities.conjugate import VIEWS, LocalPosterior
 from svibench.schedules import make_schedule
 
 __all__ = ["SVI", "VMP"]
@@ -142,7 +142,7 @@ class SVI(Algorithm):
         return len(batch)
 
     def posterior(self):
-        return self.lam_
+        return LocalPosterior(self.lam_, self.approx_, self.view)
 
 
 class VMP(Algorithm):
@@ -181,4 +181,4 @@ class VMP(Algorithm):
         return self.model_.n_train
 
     def posterior(self):
-        return self.lam_
+        return LocalPosterior(self.lam_, self.approx_, "expected")

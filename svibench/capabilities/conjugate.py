@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import Diverged
 
-__all__ = ["ConditionallyConjugate", "Globals", "LocalApprox", "natural_step", "ensure_finite"]
+__all__ = ["ConditionallyConjugate", "Globals", "LocalApprox", "LocalPosterior", "natural_step", "ensure_finite"]
 
 #: Global natural parameters: global variable name -> natural-parameter object
 #: of ``svibench.expfam`` (or any object with the same linear arithmetic).
@@ -44,6 +44,17 @@ class LocalApprox:
     burnin: int = 3
     samples: int = 3
     inner_iterations: int = 20
+
+
+class LocalPosterior(dict):
+    """λ as the SVI family hands it to ``Model.evaluate``: the globals' natural
+    parameters (a plain mapping) plus the local approximation and view used,
+    for models whose held-out metrics draw the locals from that approximation
+    (e.g. BPFA, Shah et al. 2015 eq. 12)."""
+
+    def __init__(self, lam: Globals, approx: LocalApprox, view: str) -> None:
+        super().__init__(lam)
+        self.approx, self.view = approx, view
 
 
 @runtime_checkable
