@@ -75,7 +75,7 @@ def execute(
     """
     rows: list[dict[str, float]] = []
     status, message, tb = "ok", "", ""
-    algorithm_seconds = 0.0
+    algorithm_seconds = evaluation_seconds = 0.0
     started = time.monotonic()
     metrics: tuple[str, ...] = ()
     try:
@@ -90,7 +90,10 @@ def execute(
         next_point = next(schedule, math.inf)
 
         def evaluate(iteration: int, epoch: float) -> None:
+            nonlocal evaluation_seconds
+            t_eval = time.perf_counter()
             values = model.evaluate(alg.posterior(), np.random.default_rng(eval_seeds.spawn(1)[0]))
+            evaluation_seconds += time.perf_counter() - t_eval
             unknown = set(values) - set(metrics)
             if unknown:
                 raise ValueError(f"{type(model).__name__}.evaluate returned metrics not in its `metrics`: {sorted(unknown)}")
@@ -129,7 +132,8 @@ def execute(
         status, message = "diverged", str(exc)
     except Exception as exc:  # the run's own fault: record it, the sweep goes on
         status, message, tb = "failed", f"{type(exc).__name__}: {exc}{_where(exc)}", traceback.format_exc()
-    return to_dataset(spec, rows, metrics, status, message, tb, wall_seconds=time.monotonic() - started)
+    return to_dataset(spec, rows, metrics, status, message, tb, wall_seconds=time.monotonic() - started,
+                      evaluation_seconds=evaluation_seconds)
 
 
 def to_dataset(
@@ -140,6 +144,7 @@ def to_dataset(
     message: str,
     tb: str = "",
     wall_seconds: float = float("nan"),
+    evaluation_seconds: float = float("nan"),
 ) -> xr.Dataset:
     """One run's trajectory with its identity in the attributes (the per-run file schema)."""
     names = list(TRACKED) + [m for m in metrics if m not in TRACKED]
@@ -164,5 +169,6 @@ def to_dataset(
         message=message,
         traceback=tb,
         wall_seconds=wall_seconds,
+        evaluation_seconds=evaluation_seconds,
     )
     return ds
