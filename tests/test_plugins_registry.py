@@ -67,3 +67,20 @@ def test_plugin_objects_unpickle_in_a_process_that_loaded_the_same_file(tmp_path
     result = subprocess.run([sys.executable, "-c", code, str(path), str(blob)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "7"
+
+
+def test_study_runs_an_algorithm_from_a_plugin_file(tmp_path):
+    path = tmp_path / "variant.py"
+    path.write_text(SUBCLASS.format(cls="MySVI", name="test-my-svi"))
+    study = tmp_path / "study.toml"
+    study.write_text(
+        '[study]\nname = "plugin-file"\nseeds = [0]\n\n[budget]\niterations = 5\ncheckpoints = 2\n\n'
+        '[[problem]]\nmodel = "linreg"\ndataset = "linreg-synthetic"\ndataset_params = { n = 100, n_test = 20 }\n\n'
+        '[[algorithm]]\nname = "test-my-svi"\nparams = { batch_size = 10 }\n\n[[algorithm]]\nname = "vmp"\n'
+    )
+    from svibench.cli import main
+    from svibench.results import open_results
+
+    assert main(["run", str(study), "-o", str(tmp_path / "out"), "--workers", "1", "-q", "--plugin", str(path)]) == 0
+    ds = open_results(tmp_path / "out")
+    assert sorted(ds["algorithm"].values) == ["test-my-svi", "vmp"] and set(ds["status"].values) == {"ok"}
