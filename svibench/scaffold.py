@@ -92,6 +92,7 @@ import numpy as np
 
 from svibench.algorithm import Algorithm
 from svibench.capabilities import ConditionallyConjugate, LocalApprox, natural_step
+from svibench.capabilities.conjugate import LocalPosterior
 
 __all__ = ["${cls}"]
 
@@ -163,10 +164,11 @@ class ${cls}(Algorithm):
         return len(batch)
 
     # Contract: the current variational posterior, in the form the model's
-    # evaluate() takes; cheap and without side effects (evaluation happens with
-    # the clock stopped, between steps).
+    # evaluate() takes (for conjugate models: λ with the local approximation
+    # used, as the built-in SVI family hands it); cheap and without side
+    # effects (evaluation happens with the clock stopped, between steps).
     def posterior(self) -> Any:
-        return self.lam_
+        return LocalPosterior(self.lam_, self.approx_, "expected")
 '''
 
 TEST = '''\
