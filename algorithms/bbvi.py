@@ -11,8 +11,8 @@ block b, with z_s ~ q,
 
 Rao–Blackwellised by using only block b's Markov-blanket terms log p_b
 (eq. 5 there) and with the control variate h = ∇_p log q_b, whose optimal
-scaling â_p = Cov(f_p, h_p)/Var(h_p) is estimated from the same draws
-(eq. 8–9); steps by AdaGrad, ρ_t = η / √(Σ_{τ≤t} ĝ_τ²) (§3.3).
+scaling â_p = Cov(f_p, h_p)/Var(h_p) (eq. 8–9) is estimated, for each draw,
+from the other draws (leave-one-out, which keeps the estimator unbiased); steps by AdaGrad, ρ_t = η / √(Σ_{τ≤t} ĝ_τ²) (§3.3).
 
 ``estimator="reparam"`` — z = T(φ, ε) (Kingma & Welling 2014; ADVI,
 Kucukelbir et al. 2017): ĝ = (1/S) Σ_s (∂T/∂φ)ᵀ ∇_z log p(y, z_s) + ∇_φ H[q],
@@ -46,11 +46,17 @@ def score_gradient(model: LogJoint, family: Any, kind: str, phi: np.ndarray, z: 
     weight = model.log_joint_blocks(z, kind, batch) - family.log_q_blocks(phi, z)  # (S, B)
     h = family.score(phi, z)  # (S, P)
     f = h * weight[:, blocks]
-    if not control_variates or z.shape[0] < 2:
+    S = z.shape[0]
+    if not control_variates or S < 3:
         return f.mean(0)
-    hc = h - h.mean(0)
-    var = np.mean(hc * hc, axis=0)
-    cov = np.mean((f - f.mean(0)) * hc, axis=0)
+    # â for draw s from the other S − 1 draws (leave-one-out), so that â is independent
+    # of (f_s, h_s) and the estimate stays unbiased; estimating â from the same draws,
+    # as Ranganath et al. do, biases it by O(1/S).
+    sf, sh, sfh, shh = f.sum(0), h.sum(0), (f * h).sum(0), (h * h).sum(0)
+    n = S - 1
+    mf, mh = (sf - f) / n, (sh - h) / n
+    cov = (sfh - f * h) / n - mf * mh
+    var = (shh - h * h) / n - mh * mh
     a = np.divide(cov, var, out=np.zeros_like(cov), where=var > 0)
     return (f - a * h).mean(0)
 
