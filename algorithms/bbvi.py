@@ -75,8 +75,8 @@ class BBVI(Algorithm):
     ----------
     estimator : {"score", "reparam"}
     optimizer : {"adagrad", "adam"}
-    learning_rate : float
-        η of AdaGrad or α of Adam.
+    learning_rate : float, optional
+        η of AdaGrad (default 0.5) or α of Adam (default 0.01).
     n_samples : int
         Draws per gradient.
     family : str, optional
@@ -91,10 +91,10 @@ class BBVI(Algorithm):
     label = "BBVI"
     requires: ClassVar[tuple[type, ...]] = (LogJoint,)
     presets: ClassVar[dict[str, Preset]] = {
-        "bbvi-reparam": Preset("BBVI-reparam", {"estimator": "reparam", "optimizer": "adam", "learning_rate": 0.05}),
+        "bbvi-reparam": Preset("BBVI-reparam", {"estimator": "reparam", "optimizer": "adam"}),
     }
 
-    def __init__(self, *, estimator: str = "score", optimizer: str = "adagrad", learning_rate: float = 0.5,
+    def __init__(self, *, estimator: str = "score", optimizer: str = "adagrad", learning_rate: float | None = None,
                  n_samples: int = 100, family: str | None = None, control_variates: bool = True,
                  batch_size: int | None = None) -> None:
         self.estimator = estimator
@@ -124,7 +124,7 @@ class BBVI(Algorithm):
             raise ValueError(f"estimator must be 'score' or 'reparam', got {self.estimator!r}")
         if self.optimizer not in ("adagrad", "adam"):
             raise ValueError(f"optimizer must be 'adagrad' or 'adam', got {self.optimizer!r}")
-        if self.learning_rate <= 0 or self.n_samples < 1:
+        if (self.learning_rate is not None and self.learning_rate <= 0) or self.n_samples < 1:
             raise ValueError("learning_rate must be > 0 and n_samples ≥ 1")
         if self.batch_size is not None and self.batch_size < 1:
             raise ValueError("batch_size must be ≥ 1 or None")
@@ -138,6 +138,7 @@ class BBVI(Algorithm):
         self.sum_sq_ = np.zeros_like(self.phi_)  # AdaGrad
         self.m1_, self.m2_ = np.zeros_like(self.phi_), np.zeros_like(self.phi_)  # Adam
         self.t_ = 0
+        self.lr_ = self.learning_rate or {"adagrad": 0.5, "adam": 0.01}[self.optimizer]
 
     def gradient(self, batch: np.ndarray | None) -> np.ndarray:
         """One stochastic estimate of ∇_φ ELBO at the current φ."""
@@ -156,13 +157,13 @@ class BBVI(Algorithm):
         self.t_ += 1
         if self.optimizer == "adagrad":
             self.sum_sq_ += g * g
-            self.phi_ = self.phi_ + self.learning_rate * g / (np.sqrt(self.sum_sq_) + 1e-8)
+            self.phi_ = self.phi_ + self.lr_ * g / (np.sqrt(self.sum_sq_) + 1e-8)
         else:  # Adam (Kingma & Ba 2015, Algorithm 1), ascent
             b1, b2 = 0.9, 0.999
             self.m1_ = b1 * self.m1_ + (1 - b1) * g
             self.m2_ = b2 * self.m2_ + (1 - b2) * g * g
             mhat, vhat = self.m1_ / (1 - b1**self.t_), self.m2_ / (1 - b2**self.t_)
-            self.phi_ = self.phi_ + self.learning_rate * mhat / (np.sqrt(vhat) + 1e-8)
+            self.phi_ = self.phi_ + self.lr_ * mhat / (np.sqrt(vhat) + 1e-8)
         if not np.all(np.isfinite(self.phi_)):
             raise Diverged(f"non-finite variational parameters at step {self.t_}")
         return N if batch is None else len(batch)

@@ -16,10 +16,14 @@ __all__ = ["Rule", "gauss_hermite", "monte_carlo"]
 
 @dataclass(frozen=True)
 class Rule:
-    """Nodes εₖ and weights wₖ (summing to 1) of an expectation under N(0, 1)."""
+    """Nodes εₖ and weights wₖ (summing to 1) of an expectation under N(0, 1).
+
+    ``deterministic`` is True for quadrature rules, False for Monte-Carlo draws.
+    """
 
     nodes: np.ndarray
     weights: np.ndarray
+    deterministic: bool = True
 
 
 @lru_cache(maxsize=32)
@@ -33,8 +37,8 @@ def _gauss_hermite(n: int) -> Rule:
 
 def gauss_hermite(n: int) -> Rule:
     """The ``n``-node Gauss–Hermite rule for N(0, 1) (probabilists' Hermite polynomials)."""
-    if n < 1:
-        raise ValueError(f"Gauss–Hermite needs at least one node, got {n}")
+    if not 1 <= n <= 150:
+        raise ValueError(f"Gauss–Hermite needs 1 to 150 nodes (numpy's rule overflows beyond), got {n}")
     return _gauss_hermite(int(n))
 
 
@@ -42,4 +46,4 @@ def monte_carlo(rng: np.random.Generator, n: int) -> Rule:
     """``n`` standard-normal draws from ``rng`` with equal weights."""
     if n < 1:
         raise ValueError(f"Monte Carlo needs at least one sample, got {n}")
-    return Rule(rng.standard_normal(n), np.full(n, 1.0 / n))
+    return Rule(rng.standard_normal(n), np.full(n, 1.0 / n), deterministic=False)
