@@ -160,8 +160,8 @@ class CVI(Algorithm):
         or Gauss–Hermite quadrature with ``n_nodes`` nodes (CVI-exact).
     n_samples, n_nodes : int
     w, rho : float, optional
-        Constant step βₜ = w/(1+w) (Table 2) or βₜ = rho; with neither,
-        Robbins–Monro βₜ = (t + t0)^(−kappa).
+        Constant step βₜ = w/(1+w) (Table 2) or βₜ = rho (``rho`` wins when both
+        are given); with neither (w=None), Robbins–Monro βₜ = (t + t0)^(−kappa).
     t0, kappa : float
     batch_size : int, optional
         Doubly-stochastic CVI (eq. 14) with minibatches of this size; None = all data.
@@ -205,12 +205,12 @@ class CVI(Algorithm):
             raise ValueError(f"init_lam2 must be < 0 (a valid Gaussian site), got {self.init_lam2}")
         if self.max_rejections < 0:
             raise ValueError("max_rejections must be ≥ 0")
-        make_schedule(rho=self.rho, w=self.w, t0=self.t0, kappa=self.kappa)
+        make_schedule(rho=self.rho, w=None if self.rho is not None else self.w, t0=self.t0, kappa=self.kappa)
 
     def init(self, model: LatentGaussian, rng: np.random.Generator) -> None:
         self.check_params()
         self.model_, self.rng_ = model, rng
-        self.schedule_ = make_schedule(rho=self.rho, w=self.w, t0=self.t0, kappa=self.kappa)
+        self.schedule_ = make_schedule(rho=self.rho, w=None if self.rho is not None else self.w, t0=self.t0, kappa=self.kappa)
         self.conjugate_ = PseudoObservationPosterior(model)
         N = model.n_train
         self.lam1_ = np.full(N, float(self.init_lam1))
