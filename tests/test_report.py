@@ -254,8 +254,9 @@ def test_header_carries_study_versions_machine_and_parallel_caveat(results, tmp_
 def test_metric_direction_follows_the_convention_unless_the_study_says_otherwise():
     settings = ReportSettings.parse({})
     assert [settings.lower_is_better(m) for m in ("elbo", "heldout_loglik", "psnr", "test_mse", "neg_loglik",
-                                                   "log_loss", "posterior_kl", "test_error")] == [
-        False, False, False, True, True, True, True, True]
+                                                   "log_loss", "posterior_kl", "test_error", "test_logloss_bits",
+                                                   "neg_elbo", "recon_loss", "mse")] == [
+        False, False, False, True, True, True, True, True, True, True, True, True]
     custom = ReportSettings.parse({"lower_is_better": ["psnr"], "higher_is_better": ["test_error"]})
     assert custom.lower_is_better("psnr") and not custom.lower_is_better("test_error")
     target = ReportSettings.parse({"target": {"metric": "test_mse", "relative": 0.1}}).targets[0]

@@ -10,9 +10,10 @@ Example (in a study file)::
     higher_is_better = ["my_score"]
 
 Direction of a metric, when the table does not name it: lower is better for
-names that start with ``neg_`` or ``nll``, or end in ``loss``, ``error``,
-``mse``, ``rmse``, ``mae``, ``kl`` or ``nlpd``; every other metric (ELBO,
-held-out log-likelihood, accuracy, PSNR, …) is higher-is-better.
+names that start with ``neg_`` or ``nll``, contain ``loss`` or ``error``
+(``test_logloss_bits``, ``recon_loss``, ``test_error``), or end in ``mse``,
+``rmse``, ``mae``, ``kl`` or ``nlpd``; every other metric (ELBO, held-out
+log-likelihood, accuracy, PSNR, …) is higher-is-better.
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ __all__ = ["ReportSettings", "Target", "ReportError", "lower_is_better_by_name"]
 
 KNOWN_KEYS = ("target", "lower_is_better", "higher_is_better")
 LOWER_PREFIXES = ("neg_", "nll")
-LOWER_SUFFIXES = ("loss", "error", "mse", "rmse", "mae", "kl", "nlpd")
+LOWER_PARTS = ("loss", "error")
+LOWER_SUFFIXES = ("mse", "rmse", "mae", "kl", "nlpd")
 TOLERANCES = ("relative", "absolute", "value")
 
 
@@ -36,7 +38,7 @@ class ReportError(ResultsError):
 def lower_is_better_by_name(metric: str) -> bool:
     """The naming convention for metrics the ``[report]`` table does not name."""
     name = metric.lower()
-    return name.startswith(LOWER_PREFIXES) or name.endswith(LOWER_SUFFIXES)
+    return name.startswith(LOWER_PREFIXES) or name.endswith(LOWER_SUFFIXES) or any(p in name for p in LOWER_PARTS)
 
 
 @dataclass(frozen=True)
