@@ -36,6 +36,7 @@ PROBLEMS: dict[str, ProblemSpec] = {p.model: p for p in (
                 {"n": 500, "n_test": 100, "dim": 10, "factors": 10}),
     ProblemSpec("pmf/bench", "pmf", "pmf-synthetic", {"n_factors": 10, "eval_samples": 5},
                 {"rows": 50, "cols": 100, "factors": 5}),
+    ProblemSpec("gpc/usps-3v5", "gpc", "usps-3v5", {"log_lengthscale": 2.5, "log_sigma_f": 5.0}, {"n_per_class": 100}),
 )}
 
 #: models whose problems also get a peak-memory benchmark (the large-data ones of the papers).
@@ -45,14 +46,14 @@ SEP = " @ "
 
 
 def _default_problem(model: str) -> ProblemSpec | None:
-    """A registered model without an entry: the first dataset of a kind it accepts that loads."""
+    """A registered model without an entry: the first dataset of a kind it accepts that it can be built on."""
     registry = get_registry()
     model_cls = registry.model(model)
     for name, (info, _) in sorted(registry.datasets.items()):
         if info.kind in model_cls.data_kinds:
             try:
-                info.loader()
-            except Exception:  # unavailable, missing file, needs parameters: try the next one
+                model_cls(info.loader())
+            except Exception:  # unavailable, missing file, data the model cannot take: try the next one
                 continue
             return ProblemSpec(f"{model}/{name}", model, name)
     return None
