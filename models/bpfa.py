@@ -99,7 +99,9 @@ class BPFA(Model):
     def init_globals(self, rng: np.random.Generator, method: str = "random") -> Globals:
         """Initial λ.
 
-        ``"random"``: φ_kd with mean ~ N(0, 1/D) and precision D + N/K, π_k ~ Beta(1, 1),
+        ``"random"``: φ_kd with mean ~ N(0, 1/D) and precision D + N/K, q(π_k) = its prior
+        Beta(a/K, b(K−1)/K) (a dense start such as Beta(1, 1) leads Gibbs-SSVI into an
+        over-fitting optimum with many features per row),
         E[γ_obs] = 10 and E[γ_w] = 1 (data are standardised).  ``"gibbs"`` (§5.2,
         after Li et al. 2012): ``init_sweeps`` sweeps of the uncollapsed Gibbs
         sampler on ``init_rows`` random rows from the random start; λ = η +
@@ -110,7 +112,7 @@ class BPFA(Model):
         K, (N, D) = self.features, self.Y.shape
         if method == "random":
             return {
-                "pi": BetaNatural.from_ab(np.ones(K), np.ones(K)),
+                "pi": self._prior["pi"],
                 "phi": GaussianDiagNatural.from_mean_var(rng.normal(0.0, D**-0.5, (K, D)), np.full((K, D), 1.0 / (D + N / K))),
                 "gamma_obs": GammaNatural.from_shape_rate(10.0, 1.0),
                 "gamma_w": GammaNatural.from_shape_rate(10.0, 10.0),
