@@ -1,0 +1,125 @@
+"""Poisson-gamma matrix factorisation (Khan & Lin 2017, App. K) and CVI-MF on it."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from scipy.special import gammaln
+
+from svibench.algorithms.bbvi import BBVI
+from svibench.algorithms.cvi_mf import CVIMF
+from svibench.capabilities import LogJointGradient, MeanFieldNonConjugate
+from svibench.data import DatasetUnavailable
+from svibench.datasets.pmf import mnist, pmf_synthetic, usps_counts
+from svibench.expfam import GammaNatural
+from svibench.models.pmf import PoissonGammaMF
+
+PRIORS = dict(w_shape=1.0, w_rate=1.0, z_shape=1.0, z_rate=1.0)
+
+
+@pytest.fixture(scope="module")
+def small():
+    return PoissonGammaMF(pmf_synthetic(rows=40, cols=60, factors=3, seed=0), n_factors=3, eval_samples=50, **PRIORS)
+
+
+def test_model_offers_both_capabilities(small):
+    assert isinstance(small, MeanFieldNonConjugate) and isinstance(small, LogJointGradient)
+
+
+def test_log_joint_matches_a_direct_sum(small):
+    z = np.random.default_rng(0).gamma(1.0, 1.0, size=(2, (40 + 60) * 3))
+    W, Z = z[:, :120].reshape(2, 40, 3), z[:, 120:].reshape(2, 60, 3)
+    m, X = small.mask, small.X
+    direct = []
+    for s in range(2):
+        r = W[s] @ Z[s].T
+        lik = (m * (X * np.log(r) - r - gammaln(X + 1))).sum()
+        direct.append(lik + (-W[s] - 0.0).sum() + (-Z[s]).sum())  # Ga(1, 1) prior: log p = −x
+    np.testing.assert_allclose(small.log_joint(z), direct, rtol=1e-10)
+
+
+def test_log_joint_gradient_matches_differences(small):
+    z = np.random.default_rng(1).gamma(2.0, 1.0, size=(1, 300))
+    g = small.grad_log_joint(z)[0]
+    for p in (0, 50, 200, 299):
+        d = np.zeros_like(z)
+        d[0, p] = 1e-6
+        assert g[p] == pytest.approx((small.log_joint(z + d)[0] - small.log_joint(z - d)[0]) / 2e-6, rel=1e-5)
+
+
+def test_markov_blanket_blocks_carry_every_term_that_involves_the_block(small):
+    rng = np.random.default_rng(2)
+    z = rng.gamma(2.0, 1.0, size=(1, 300))
+    for p in (4, 130):
+        z2 = z.copy()
+        z2[0, p] *= 1.7
+        change = small.log_joint(z2) - small.log_joint(z)
+        blocks = small.log_joint_blocks(z2, "meanfield") - small.log_joint_blocks(z, "meanfield")
+        assert blocks[0, p] == pytest.approx(change[0], rel=1e-10)
+
+
+def test_single_factor_cvi_mf_step_with_beta_one_is_the_vmp_update():
+    """K = 1: log(w z) = log w + log z is conjugate, so λ̃ must be VMP's
+    (a + Σⱼ m X, b + Σⱼ m E[z]) — here through the Monte-Carlo mean gradients."""
+    model = PoissonGammaMF(pmf_synthetic(rows=6, cols=8, factors=1, seed=1), n_factors=1, **PRIORS)
+    lam = model.mf_init(np.random.default_rng(0))
+    alg = CVIMF(rho=1.0, n_samples=20_000)
+    alg.init(model, np.random.default_rng(0))
+    alg.step()
+    (sz, rz), (sw, rw) = lam["Z"].shape_rate(), lam["W"].shape_rate()
+    m, X = model.mask, model.X
+    shape_w, rate_w = alg.posterior()["W"].shape_rate()
+    np.testing.assert_allclose(rate_w[:, 0], 1.0 + m @ (sz / rz)[:, 0], rtol=0.05)  # conjugate message + MC zero
+    np.testing.assert_allclose(shape_w[:, 0], 1.0 + (m * X).sum(1), rtol=0.03, atol=0.3)  # MC part
+    shape_z, rate_z = alg.posterior()["Z"].shape_rate()
+    np.testing.assert_allclose(rate_z[:, 0], 1.0 + m.T @ (sw / rw)[:, 0], rtol=0.05)
+    np.testing.assert_allclose(shape_z[:, 0], 1.0 + (m * X).sum(0), rtol=0.03, atol=0.3)
+
+
+def test_mean_gradient_of_the_poisson_term_matches_its_closed_form_for_one_factor():
+    """E[X log(wz)] = X (E log w + E log z): its μ-gradient is (Σⱼ X, 0) per w, exactly."""
+    model = PoissonGammaMF(pmf_synthetic(rows=3, cols=4, factors=1, seed=2), n_factors=1, **PRIORS)
+    lam = model.mf_init(np.random.default_rng(1))
+    grad = model.nonconjugate_gradient(lam, ("W",), np.random.default_rng(3), 100_000)["W"]
+    np.testing.assert_allclose(grad.eta1[:, 0], model.X.sum(1), rtol=0.02, atol=0.05)
+    np.testing.assert_allclose(grad.eta2[:, 0], 0.0, atol=0.05 * max(1.0, model.X.sum()))
+
+
+def _seconds_to_target(alg, model, target: float, max_iter: int) -> float:
+    ev = np.random.default_rng(5)
+    alg.init(model, np.random.default_rng(0))
+    spent = 0.0
+    for it in range(1, max_iter + 1):
+        start = time.process_time()
+        alg.step()
+        spent += time.process_time() - start
+        if it % 5 == 0 and model.evaluate(alg.posterior(), ev)["heldout_loglik"] >= target:
+            return spent
+    return np.inf
+
+
+def test_cvi_mf_improves_held_out_fit_and_reaches_a_target_sooner_than_bbvi_reparam(small):
+    ev = np.random.default_rng(5)
+    start = small.evaluate(small.mf_init(np.random.default_rng(0)), ev)
+    cvi = CVIMF(rho=0.02, n_samples=10)
+    t_cvi = _seconds_to_target(cvi, small, target=-2.0, max_iter=200)
+    end = small.evaluate(cvi.posterior(), ev)
+    assert end["heldout_loglik"] > start["heldout_loglik"] + 0.3 and end["recon_loss"] < start["recon_loss"]
+    t_adam = _seconds_to_target(BBVI(estimator="reparam", optimizer="adam", learning_rate=0.2, n_samples=10),
+                                small, target=-2.0, max_iter=600)
+    assert t_cvi < t_adam / 1.5, (t_cvi, t_adam)
+
+
+def test_mnist_is_reported_unavailable_with_the_stand_ins():
+    with pytest.raises(DatasetUnavailable, match="usps-counts"):
+        mnist()
+
+
+def test_usps_counts_reads_the_checksummed_file_and_holds_out_entries():
+    data = usps_counts(n_images=50, seed=0)
+    X, mask = data.train["X"], data.train["mask"]
+    assert X.shape == (256, 50) and X.min() == 0 and X.max() <= 15 and np.all(X == np.floor(X))
+    assert np.all(X[~mask] == 0) and np.array_equal(data.test["mask"], ~mask)
+    assert 0.05 < data.test["mask"].mean() < 0.15
+    assert np.array_equal(data.test["X"][mask], X[mask])
