@@ -155,10 +155,15 @@ class FeatureSweep:
         return self.A[:, k], b
 
     def set(self, k: int, xk: np.ndarray) -> None:
-        """Set E[x_·k] (or the sample x_·k) and update the residual."""
+        """Set E[x_·k] (or the sample x_·k) and update the residual of the rows that changed."""
         delta = xk - self.X[:, k]
-        step = np.outer(delta, self.view.phi[k])
-        self.R -= step if self.full else step * self.M
+        rows = np.flatnonzero(delta)
+        if len(rows) == len(delta):
+            step = np.outer(delta, self.view.phi[k])
+            self.R -= step if self.full else step * self.M
+        elif len(rows):
+            step = np.outer(delta[rows], self.view.phi[k])
+            self.R[rows] -= step if self.full else step * self.M[rows]
         self.X[:, k] = xk
 
 
