@@ -107,6 +107,7 @@ class BayesianLogisticRegression(Model):
     """
 
     name = "logreg"
+    conformance_problem = {"dataset": "breast-cancer", "dataset_params": {"split": 0}, "model_params": {"delta": 1.0}, "steps": 10}
     data_kinds = ("classification",)
     metrics = ("elbo", "neg_elbo", "neg_elbo_authors", "test_logloss_bits", "test_logloss_nats", "test_error", "heldout_loglik")
     family_kinds: ClassVar[tuple[str, ...]] = ("meanfield", "full")

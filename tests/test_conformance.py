@@ -10,9 +10,26 @@ REGISTRY = get_registry()
 BUILTINS = sorted(name for name, entry in REGISTRY.algorithms.items() if entry.source.startswith("built-in"))
 
 
-@parametrize_with_checks(BUILTINS)
+#: Properties a built-in violates by design, with the reason (as a plugin would declare them).
+KNOWN_FAILURES = {
+    "ncvmp": {
+        "check_improves_over_init": "undamped NC-VMP oscillates on GP classification (the ELBO jumps between "
+        "-97 and -2378 on the 80-point problem; Knowles & Minka 2011 give no convergence guarantee); "
+        "damping=0.5 converges, see test_damped_ncvmp_improves_on_gp_classification",
+    },
+}
+
+
+@parametrize_with_checks([name for name in BUILTINS if name not in KNOWN_FAILURES])
 def test_builtin_algorithm_conforms(algorithm, check):
     check(algorithm)
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_FAILURES))
+def test_builtin_algorithm_conforms_but_for_its_declared_failures(name):
+    from svibench.testing import check_algorithm
+
+    check_algorithm(name, known_failures=KNOWN_FAILURES[name])
 
 
 @pytest.mark.parametrize("model", sorted(REGISTRY.models))
