@@ -1,4 +1,4 @@
-"""asv benchmarks of svibench (see docs/asv.md).
+"""asv benchmarks of svibench (see the README, "Tracking speed and quality across commits").
 
 BLAS/OpenMP are pinned to one thread before numpy is imported, so a time
 measures the algorithm, not how many cores the BLAS grabbed.
