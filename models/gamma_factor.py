@@ -64,6 +64,8 @@ class GammaFactor(Model):
     """
 
     name = "gamma-factor"
+    conformance_problem = {"dataset": "gamma-factor-synthetic", "dataset_params": {"n": 300, "n_test": 100, "dim": 8, "factors": 4},
+                           "model_params": {"n_factors": 4, "eval_samples": 20}, "steps": 20}
     data_kinds = ("real-matrix",)
     metrics = ("elbo", "heldout_loglik", "neg_test_loglik")
     family_kinds: ClassVar[tuple[str, ...]] = ("meanfield",)

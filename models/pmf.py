@@ -62,6 +62,8 @@ class PoissonGammaMF(Model):
     """
 
     name = "pmf"
+    conformance_problem = {"dataset": "pmf-synthetic", "dataset_params": {"rows": 30, "cols": 40, "factors": 3},
+                           "model_params": {"n_factors": 3, "eval_samples": 20}, "steps": 20}
     data_kinds = ("count-matrix",)
     metrics = ("elbo", "heldout_loglik", "recon_loss")
     family_kinds: ClassVar[tuple[str, ...]] = ("meanfield",)
