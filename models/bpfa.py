@@ -64,9 +64,14 @@ class BPFA(Model):
 
     name = "bpfa"
     data_kinds = ("factor", "images")
-    metrics = ("elbo", "heldout_loglik", "mse", "psnr")
+    metrics = ("elbo", "heldout_loglik", "mse", "psnr", "psnr_fit")
     local_kinds: ClassVar[tuple[str, ...]] = ("mf", "titsias", "gibbs")
     init_methods: ClassVar[tuple[str, ...]] = ("random", "gibbs")
+    #: Small problem of the conformance suite (``svibench.testing``): data from the prior.
+    conformance_problem: ClassVar[dict] = {
+        "dataset": "bpfa-synthetic", "dataset_params": {"n": 200, "dim": 10, "features": 8, "seed": 0},
+        "model_params": {"features": 8, "predictive_samples": 2, "init_rows": 50, "init_sweeps": 2}, "steps": 20,
+    }
 
     def __init__(self, data: Dataset, *, features: int = 50, a: float = 10.0, b: float = 10.0, c0: float = 1.0,
                  d0: float = 10.0, e0: float = 1.0, f0: float = 1.0, predictive_samples: int = 5,
@@ -184,7 +189,13 @@ class BPFA(Model):
           synthetic MSEs (0.02 with noise variance 0.01) are on that scale;
         * ``psnr`` (image data): 20 log10(255/rmse) of the reconstructed image —
           every patch's predictive mean mapped back to 0–255, overlapping
-          patches averaged, clipped to [0, 255] — against the clean image, all pixels;
+          patches averaged, clipped to [0, 255] — against the clean image, all
+          pixels (the usual image-restoration meaning);
+        * ``psnr_fit`` (image data): the same reconstruction against the
+          *observed* pixel values (noisy, for denoising), on the observed pixels
+          only — our reading of the paper's Table 1 (§5.2 does not say which
+          pixels; its 34–47 dB with 80% missing, and rmse < σ = 15 in denoising,
+          are only attainable on the pixels the model was fitted to);
         * ``elbo``: only for mean-field locals given E_q[β] (MF-SVI, VMP, or a
           plain λ): the full ELBO with every row's mean-field locals re-optimised
           given the current λ (eq. 9 with constants) minus Σ KL(q(β) ‖ p(β)).
@@ -208,12 +219,33 @@ class BPFA(Model):
             out["elbo"] = elbo - self.global_kl(posterior)
         if image:
             out["psnr"] = psnr(recon, self.data.meta, np.asarray(test["image"], dtype=float))
+            out["psnr_fit"] = psnr_fit(recon, self.Y, self.M, self.data.meta, test["image"].shape)
         return out
 
 
+def reconstruct(patch_means: np.ndarray, meta: dict, shape: tuple[int, int]) -> np.ndarray:
+    """The image (0–255) from standardised patch predictions: back to 0–255 with the
+    dataset's ``offset`` and ``scale``, overlapping patches averaged, clipped."""
+    image = assemble_patches(patch_means * meta["scale"] + meta["offset"], shape, meta["patch"])
+    return np.clip(image, 0.0, 255.0)
+
+
+def _psnr(error: np.ndarray) -> float:
+    return float(20.0 * np.log10(255.0 / np.sqrt(np.mean(error**2))))
+
+
 def psnr(patch_means: np.ndarray, meta: dict, clean: np.ndarray) -> float:
-    """PSNR = 20 log10(255 / rmse) of the image reassembled from standardised patch predictions (§5.2):
-    back to 0–255 with the dataset's ``offset`` and ``scale``, overlapping patches averaged, clipped."""
-    image = assemble_patches(patch_means * meta["scale"] + meta["offset"], clean.shape, meta["patch"])
-    rmse = np.sqrt(np.mean((np.clip(image, 0.0, 255.0) - clean) ** 2))
-    return float(20.0 * np.log10(255.0 / rmse))
+    """PSNR = 20 log10(255 / rmse) (§5.2) of the reconstructed image against the clean image, all pixels."""
+    return _psnr(reconstruct(patch_means, meta, clean.shape) - clean)
+
+
+def psnr_fit(patch_means: np.ndarray, Y: np.ndarray, M: np.ndarray, meta: dict, shape: tuple[int, int]) -> float:
+    """PSNR (§5.2) of the reconstructed image against the observed pixel values, on observed pixels only.
+
+    ``Y``, ``M`` are the standardised training patches and their masks; a pixel is
+    observed if any patch covering it observes it (then all do, with the same value).
+    """
+    seen = assemble_patches(M, shape, meta["patch"])
+    total = assemble_patches(M * (Y * meta["scale"] + meta["offset"]), shape, meta["patch"])
+    on = seen > 0
+    return _psnr(reconstruct(patch_means, meta, shape)[on] - total[on] / seen[on])
