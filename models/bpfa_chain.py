@@ -2,8 +2,8 @@
 
 State: a draw of the globals β = (π, Φ, γ_w, γ_obs) and of every row's locals
 x_i = z_i ∘ w_i (N × K — inherent to an uncollapsed sampler; the SVI methods
-never keep it).  One sweep: the locals of every row given β (blocked steps of
-``models.bpfa_locals.gibbs_step``), then each global from its complete
+never keep it).  One sweep: the locals of every row given β (one blocked sweep
+of ``models.bpfa_locals.gibbs``, compiled when numba imports), then each global from its complete
 conditional:
 
 * w_ik for z_ik = 0 from its prior N(0, 1/γ_w) — only Σ w_ik² over those
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bpfa_locals import FeatureSweep, GlobalMoments, gibbs_step
+from .bpfa_locals import GlobalMoments, gibbs
 
 __all__ = ["ChainState", "point_view", "sweep_locals", "sample_globals"]
 
@@ -44,10 +44,7 @@ def point_view(state: ChainState) -> GlobalMoments:
 
 def sweep_locals(state: ChainState, Y: np.ndarray, M: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One blocked Gibbs sweep over every row's locals given the state's globals; returns new x."""
-    sweep = FeatureSweep(point_view(state), Y, M, state.X)
-    for k in range(state.phi.shape[0]):
-        gibbs_step(sweep, k, rng)
-    return sweep.X
+    return gibbs(point_view(state), Y, M, 0, 1, rng, X0=state.X).X[0]
 
 
 def sample_globals(state: ChainState, Y: np.ndarray, M: np.ndarray, prior: dict,

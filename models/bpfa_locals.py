@@ -10,7 +10,7 @@ this module computes q(ψᵢ) = q(zᵢ, wᵢ) by
   with w_ik integrated out, then w_ik | z_ik (appendix, "Gibbs-SSVI"/"Mimno-SVI").
 
 All three share one sweep over features k = 1..K, vectorised over the
-minibatch.  With x_ik = z_ik w_ik and the masked residual r_{-k} of the other
+minibatch (``FeatureSweep``).  With x_ik = z_ik w_ik and the masked residual r_{-k} of the other
 features, every step needs the same two numbers per row,
 
     A_ik = E[γ_obs] Σ_d m_id E[φ_kd²],    b_ik = E[γ_obs] Σ_d m_id E[φ_kd] r_{-k,id},
@@ -26,6 +26,13 @@ draw are products — exact for mean-field and Titsias (S = 1, independent
 features) and for Gibbs samples (S = number of kept sweeps, X2 = X²).  The
 eq. 7 statistics are written once in terms of these (``models.bpfa_stats``).
 
+The numpy code here is the reference.  ``mean_field``, ``titsias`` and
+``gibbs`` run the same sweeps compiled (``models.bpfa_kernels``, numba) when
+``kernel=True``, or by default when numba imports (:data:`KERNEL`; set the
+environment variable ``SVIBENCH_BPFA_KERNEL=0`` to default to the reference).
+Both paths start from the same ``FeatureSweep`` state and consume the same
+random draws.
+
 References
 ----------
 Shah, Knowles & Ghahramani (2015), ICML, §3 and appendix.
@@ -34,10 +41,14 @@ multi-task and multiple kernel learning", NIPS.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy.special import expit
+
+from . import bpfa_kernels
 
 __all__ = [
     "GlobalMoments",
@@ -47,6 +58,7 @@ __all__ = [
     "mean_field",
     "titsias",
     "gibbs",
+    "gibbs_update",
     "local_elbo",
     "draw_from_q",
 ]
@@ -54,6 +66,21 @@ __all__ = [
 _LOG_2PI = np.log(2.0 * np.pi)
 #: Local coordinate ascent stops when no θ_ik moved by more than this in a sweep.
 THETA_TOL = 1e-4
+#: Default of the ``kernel`` argument: the compiled sweeps when numba imports, unless SVIBENCH_BPFA_KERNEL=0.
+KERNEL = bpfa_kernels.AVAILABLE and os.environ.get("SVIBENCH_BPFA_KERNEL", "1") != "0"
+
+
+def _use_kernel(kernel: bool | None) -> bool:
+    if kernel is None:
+        return KERNEL
+    if kernel and not bpfa_kernels.AVAILABLE:
+        raise ImportError("kernel=True needs numba (pip install numba)")
+    return bool(kernel)
+
+
+def _c(a) -> np.ndarray:
+    """``a`` as a C-contiguous float64 array (what the compiled kernels take)."""
+    return np.ascontiguousarray(a, dtype=float)
 
 
 @dataclass(frozen=True)
@@ -149,6 +176,16 @@ class FeatureSweep:
         if not self.full:
             self.R *= M
 
+    @cached_property
+    def kappa(self) -> np.ndarray:
+        """κ = A + γ_w (B, K): the precision of w_ik given z_ik = 1 and the other features."""
+        return self.A + self.view.gamma_w
+
+    @cached_property
+    def half_log(self) -> np.ndarray:
+        """½ log(γ_w/κ) (B, K), the log-odds term of integrating w_ik out (fixed during a sweep)."""
+        return 0.5 * np.log(self.view.gamma_w / self.kappa)
+
     def field(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(A_k, b_k) of feature k for every row, with feature k's own term removed from b."""
         b = self.view.gamma_obs * (self.R @ self.view.phi[k]) + self.X[:, k] * self.Q[:, k]
@@ -167,15 +204,15 @@ class FeatureSweep:
         self.X[:, k] = xk
 
 
-def _collapsed(view: GlobalMoments, k: int, A: np.ndarray, b: np.ndarray):
+def _collapsed(sweep: FeatureSweep, k: int, b: np.ndarray):
     """Exact conditional of (z_k, w_k) given the other features (w_k integrated for z_k).
 
     Precision κ = A + γ_w, slab mean b/κ; log-odds of z_k = 1:
     logit π_k + ½ log(γ_w/κ) + b²/(2κ).
     """
-    kappa = A + view.gamma_w
+    kappa = sweep.kappa[:, k]
     mean = b / kappa
-    log_odds = view.logit_pi[k] + 0.5 * np.log(view.gamma_w / kappa) + 0.5 * b * mean
+    log_odds = sweep.view.logit_pi[k] + sweep.half_log[:, k] + 0.5 * b * mean
     return kappa, mean, log_odds
 
 
@@ -201,19 +238,25 @@ def titsias_step(sweep: FeatureSweep, q: FactorQ, k: int) -> None:
     m = b/κ and logit θ = logit π_k + ½ log(γ_w/κ) + b²/(2κ): the exact
     conditional of (z_k, w_k) given the other features' means.
     """
-    A, b = sweep.field(k)
-    kappa, m, log_odds = _collapsed(sweep.view, k, A, b)
+    _, b = sweep.field(k)
+    kappa, m, log_odds = _collapsed(sweep, k, b)
     q.mean_w[:, k], q.var_w[:, k] = m, 1.0 / kappa
     q.theta[:, k] = theta = expit(log_odds)
     sweep.set(k, theta * m)
 
 
-def _coordinate_ascent(view, Y, M, kind, step, max_sweeps) -> FactorQ:
+def _coordinate_ascent(view, Y, M, kind, step, max_sweeps, kernel) -> FactorQ:
     """Sweeps of ``step`` from θ = 1, m = 0 (every feature available, none used yet)
     until θ moves by less than :data:`THETA_TOL` or ``max_sweeps``."""
     B, K = Y.shape[0], view.phi.shape[0]
     q = FactorQ(kind, np.ones((B, K)), np.zeros((B, K)), np.full((B, K), 1.0 / view.gamma_w), view.gamma_w)
     sweep = FeatureSweep(view, Y, M, np.zeros((B, K)))
+    if _use_kernel(kernel):
+        tits = kind == "titsias"
+        bpfa_kernels.factor_sweeps(tits, sweep.R, sweep.X, _c(M), _c(view.phi), sweep.A, sweep.Q,
+                                   sweep.half_log if tits else sweep.A, float(view.gamma_obs), float(view.gamma_w),
+                                   _c(view.logit_pi), q.theta, q.mean_w, q.var_w, max_sweeps, THETA_TOL)
+        return q
     for _ in range(max_sweeps):
         before = q.theta.copy()
         for k in range(K):
@@ -223,49 +266,68 @@ def _coordinate_ascent(view, Y, M, kind, step, max_sweeps) -> FactorQ:
     return q
 
 
-def mean_field(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int) -> FactorQ:
-    """Mean-field local q (eq. 8) by coordinate ascent on the local ELBO (eq. 9)."""
-    return _coordinate_ascent(view, Y, M, "mf", mf_step, max_sweeps)
+def mean_field(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int,
+               kernel: bool | None = None) -> FactorQ:
+    """Mean-field local q (eq. 8) by coordinate ascent on the local ELBO (eq. 9).
+
+    ``kernel``: compiled sweeps (True), the numpy reference (False) or :data:`KERNEL` (None).
+    """
+    return _coordinate_ascent(view, Y, M, "mf", mf_step, max_sweeps, kernel)
 
 
-def titsias(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int) -> FactorQ:
-    """Titsias spike-and-slab local q (eq. 11) by coordinate ascent on its local ELBO."""
-    return _coordinate_ascent(view, Y, M, "titsias", titsias_step, max_sweeps)
+def titsias(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int,
+            kernel: bool | None = None) -> FactorQ:
+    """Titsias spike-and-slab local q (eq. 11) by coordinate ascent on its local ELBO (``kernel`` as in mean_field)."""
+    return _coordinate_ascent(view, Y, M, "titsias", titsias_step, max_sweeps, kernel)
 
 
-def gibbs_step(sweep: FeatureSweep, k: int, rng: np.random.Generator):
+def gibbs_update(sweep: FeatureSweep, k: int, u: np.ndarray, n: np.ndarray):
     """Blocked Gibbs step on feature k for every row: z_k ~ p(z_k | rest) with w_k
     integrated out, then w_k | z_k = 1 ~ N(b/κ, 1/κ) (x_k = 0 when z_k = 0).
 
-    Returns the Rao–Blackwellised E[z_k | rest] and E[w_k² | rest].
+    ``u`` (B,) uniforms and ``n`` (B,) standard normals: z_ik = 1 iff u_i < p_ik,
+    w_ik = b_ik/κ_ik + n_i/√κ_ik.  Returns the Rao–Blackwellised E[z_k | rest] and E[w_k² | rest].
     """
-    A, b = sweep.field(k)
-    kappa, mean, log_odds = _collapsed(sweep.view, k, A, b)
+    _, b = sweep.field(k)
+    kappa, mean, log_odds = _collapsed(sweep, k, b)
     p = expit(log_odds)
-    B = len(p)
-    on = rng.random(B) < p
-    w = mean + rng.standard_normal(B) / np.sqrt(kappa)
-    sweep.set(k, np.where(on, w, 0.0))
+    sweep.set(k, np.where(u < p, mean + n / np.sqrt(kappa), 0.0))
     return p, p * (mean * mean + 1.0 / kappa) + (1.0 - p) / sweep.view.gamma_w
 
 
+def gibbs_step(sweep: FeatureSweep, k: int, rng: np.random.Generator):
+    """:func:`gibbs_update` with B uniforms, then B normals, drawn from ``rng``."""
+    B = sweep.X.shape[0]
+    return gibbs_update(sweep, k, rng.random(B), rng.standard_normal(B))
+
+
 def gibbs(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, burnin: int, samples: int,
-          rng: np.random.Generator, X0: np.ndarray | None = None) -> LocalMoments:
+          rng: np.random.Generator, X0: np.ndarray | None = None, kernel: bool | None = None) -> LocalMoments:
     """Gibbs chain on the locals given the view: ``burnin`` sweeps discarded, ``samples`` kept.
 
     Starts from x = 0 (no feature on) unless ``X0`` is given.  Kept draws
     carry the sampled x (so cross moments x_ik x_ij are those of the chain)
-    and Rao–Blackwellised E[z], E[w²].
+    and Rao–Blackwellised E[z], E[w²].  The chain's randomness is drawn
+    up front from ``rng``: uniforms U, then normals N, each (sweeps, B, K);
+    sweep s, feature k, row i uses U[s, i, k] and N[s, i, k] on either path
+    (``kernel`` as in :func:`mean_field`).
     """
     B, K = Y.shape[0], view.phi.shape[0]
     sweep = FeatureSweep(view, Y, M, np.zeros((B, K)) if X0 is None else X0)
+    shape = (burnin + samples, B, K)
+    U, N = rng.random(shape), rng.standard_normal(shape)
     X = np.empty((samples, B, K))
     Z = np.empty((samples, B, K))
     W2 = np.empty((samples, B, K))
+    if _use_kernel(kernel):
+        bpfa_kernels.gibbs_sweeps(sweep.R, sweep.X, _c(M), _c(view.phi), sweep.Q, sweep.kappa, sweep.half_log,
+                                  float(view.gamma_obs), float(view.gamma_w), _c(view.logit_pi), U, N, burnin,
+                                  X, Z, W2)
+        return LocalMoments(X, X * X, Z, W2)
     for s in range(burnin + samples):
         keep = s - burnin
         for k in range(K):
-            p, w2 = gibbs_step(sweep, k, rng)
+            p, w2 = gibbs_update(sweep, k, U[s, :, k], N[s, :, k])
             if keep >= 0:
                 Z[keep, :, k], W2[keep, :, k] = p, w2
         if keep >= 0:
