@@ -10,9 +10,10 @@ changing the maths:
   cache — one dot product and, when x_ik changed, one axpy per (row, feature)
   instead of several numpy calls per feature (single-threaded: splitting rows
   over threads with ``prange`` was 1.3–4× *slower* on the shared 2-core machine);
-* the coordinate-ascent kernel keeps the reference's *global* stopping rule:
-  every row does the same sweeps, and sweeping stops when no θ_ik of the
-  minibatch moved by more than ``tol`` in a sweep;
+* the coordinate-ascent kernel keeps the reference's stopping rule: by default
+  the *global* one (every row does the same sweeps, and sweeping stops when no
+  θ_ik of the minibatch moved by ``tol`` or more in a sweep), or, with
+  ``per_row``, each row's own;
 * the Gibbs kernel takes its uniforms ``U`` and normals ``N`` pre-drawn by the
   caller's ``numpy.random.Generator`` (shape (sweeps, B, K)), the same draws
   the reference consumes, so a seed fixes the trajectory on both paths.
@@ -59,7 +60,7 @@ if AVAILABLE:
 
     @_jit
     def factor_sweeps(titsias, R, X, M, phi, A, Q, half_log, gamma_obs, gamma_w, logit_pi,
-                      theta, mean_w, var_w, max_sweeps, tol):
+                      theta, mean_w, var_w, max_sweeps, tol, per_row):
         """Coordinate-ascent sweeps of the mean-field (eq. 9) or Titsias (eq. 11) local q.
 
         Parameters
@@ -78,6 +79,8 @@ if AVAILABLE:
             The factorised q, updated in place.
         max_sweeps, tol
             At most ``max_sweeps``; stop after the first sweep in which no θ moved by ``tol`` or more.
+        per_row : bool
+            Stop each row after its own first such sweep (a row's further sweeps are skipped).
 
         Returns
         -------
@@ -86,8 +89,11 @@ if AVAILABLE:
         """
         B, K = X.shape
         moved = np.empty(B)
+        done = np.zeros(B, dtype=np.bool_)
         for sweep in range(max_sweeps):
             for i in range(B):
+                if done[i]:
+                    continue
                 most = 0.0
                 for k in range(K):
                     b = gamma_obs * _dot(R, phi, i, k) + X[i, k] * Q[i, k]
@@ -107,6 +113,7 @@ if AVAILABLE:
                     theta[i, k] = th
                     _set(R, X, M, phi, i, k, th * m)
                 moved[i] = most
+                done[i] = per_row and most < tol
             if moved.max() < tol:
                 return sweep + 1
         return max_sweeps

@@ -93,3 +93,18 @@ def test_chain_sweep_is_the_same_on_both_paths():
     fast = sweep_locals(state, Y, M, np.random.default_rng(3))
     plain = gibbs(point_view(state), Y, M, 0, 1, np.random.default_rng(3), X0=state.X, kernel=False).X[0]
     np.testing.assert_allclose(fast, plain, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("approx", [mean_field, titsias])
+def test_per_row_stopping_kernel_equals_each_row_as_its_own_minibatch(approx):
+    """stop="row" (kernel) = the reference run row by row with the global rule, and differs from stop="global"."""
+    view, Y, M = _problem(4, B=12)
+    fast = approx(view, Y, M, 100, kernel=True, stop="row")
+    plain = approx(view, Y, M, 100, kernel=False, stop="row")
+    for name in ("theta", "mean_w", "var_w"):
+        np.testing.assert_allclose(getattr(fast, name), getattr(plain, name), rtol=1e-9, atol=1e-12, err_msg=name)
+    for i in (0, 5):
+        np.testing.assert_array_equal(plain.theta[i], approx(view, Y[i:i + 1], M[i:i + 1], 100, kernel=False).theta[0])
+    assert not np.array_equal(fast.theta, approx(view, Y, M, 100, kernel=True).theta)
+    with pytest.raises(ValueError):
+        approx(view, Y, M, 100, stop="sometimes")
