@@ -301,3 +301,13 @@ def test_cli_report_and_run_write_the_report_and_no_report_turns_it_off(results,
     assert not (tmp_path / "o" / "report").exists()
     assert main(["run", str(study), "--workers", "1", "-q", "-o", str(tmp_path / "o2")]) == 0
     assert (tmp_path / "o2" / "report" / "index.html").exists()
+
+
+def test_report_plot_setting_selects_the_figures_but_tables_keep_every_metric():
+    from svibench.report.settings import ReportError, ReportSettings
+
+    settings = ReportSettings.parse({"plot": ["elbo"]})
+    assert settings.plotted(["elbo", "heldout_loglik"]) == ["elbo"]
+    assert ReportSettings.parse({}).plotted(["elbo", "heldout_loglik"]) == ["elbo", "heldout_loglik"]
+    with pytest.raises(ReportError, match="plot"):
+        ReportSettings.parse({"plot": "elbo"})

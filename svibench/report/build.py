@@ -65,7 +65,7 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100) -> Rep
     metrics = recorded_metrics(ds)
     colours = palette(list(map(str, ds["label"].values)))
     ok = ok_runs(ds)
-    figures: list[ReportFigure] = metric_figures(ok, metrics, colours, dpi=dpi) if ok.sizes["run"] else []
+    figures: list[ReportFigure] = metric_figures(ok, settings.plotted(metrics), colours, dpi=dpi) if ok.sizes["run"] else []
 
     final = final_metrics(ds, settings)
     targets = [t for t in (time_to_target(ds, settings, target) for target in settings.targets_for(metrics)) if t]

@@ -24,7 +24,7 @@ from ..results import ResultsError
 
 __all__ = ["ReportSettings", "Target", "ReportError", "lower_is_better_by_name"]
 
-KNOWN_KEYS = ("target", "lower_is_better", "higher_is_better")
+KNOWN_KEYS = ("target", "lower_is_better", "higher_is_better", "plot")
 LOWER_PREFIXES = ("neg_", "nll")
 LOWER_PARTS = ("loss", "error")
 LOWER_SUFFIXES = ("mse", "rmse", "mae", "kl", "nlpd")
@@ -72,6 +72,7 @@ class ReportSettings:
     lower: frozenset[str] = frozenset()
     higher: frozenset[str] = frozenset()
     ignored: tuple[str, ...] = field(default=())
+    plot: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, table: dict[str, Any] | None) -> "ReportSettings":
@@ -90,8 +91,15 @@ class ReportSettings:
         both = lists["lower_is_better"] & lists["higher_is_better"]
         if both:
             raise ReportError(f"[report]: {sorted(both)} listed as both lower_is_better and higher_is_better")
+        plot = table.get("plot", [])
+        if not isinstance(plot, list) or not all(isinstance(v, str) for v in plot):
+            raise ReportError(f"[report] plot: expected a list of metric names to draw, got {plot!r}")
         ignored = tuple(sorted(set(table) - set(KNOWN_KEYS)))
-        return cls(tuple(targets), lists["lower_is_better"], lists["higher_is_better"], ignored)
+        return cls(tuple(targets), lists["lower_is_better"], lists["higher_is_better"], ignored, tuple(plot))
+
+    def plotted(self, metrics: list[str]) -> list[str]:
+        """The metrics to draw figures of: ``[report] plot`` if given (tables keep every metric)."""
+        return [m for m in metrics if m in self.plot] if self.plot else metrics
 
     def lower_is_better(self, metric: str) -> bool:
         """Whether smaller values of ``metric`` are better (explicit lists first, then names)."""
