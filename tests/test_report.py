@@ -311,3 +311,25 @@ def test_report_plot_setting_selects_the_figures_but_tables_keep_every_metric():
     assert ReportSettings.parse({}).plotted(["elbo", "heldout_loglik"]) == ["elbo", "heldout_loglik"]
     with pytest.raises(ReportError, match="plot"):
         ReportSettings.parse({"plot": "elbo"})
+
+
+def test_paper_numbers_pool_the_grid_problems_of_a_paper_problem():
+    """Random splits are grid problems "p (split=0)", ...; the paper's "p" is compared with all of them."""
+    from svibench.report.tables import paper_comparison
+    from svibench.runner import to_dataset
+    from svibench.spec import Budget, ProblemSpec, RunSpec
+
+    runs = []
+    for split, value in enumerate([0.40, 0.50, 0.60]):
+        spec = RunSpec("s", ProblemSpec(f"logreg/aus (split={split})", "logreg", "australian"), "cvi", "CVI", {}, 0,
+                       Budget(iterations=1))
+        runs.append(to_dataset(spec, [{"iteration": 1, "epoch": 1, "time": 1, "loss": value}], ("loss",), "ok", ""))
+    import xarray as xr
+    from svibench.results import RUN_COORDS
+
+    ds = xr.concat([r.drop_attrs() for r in runs], dim="run").assign_coords(
+        {name: ("run", [r.attrs[name] for r in runs]) for name in RUN_COORDS})
+    table = paper_comparison(ds, [{"problem": "logreg/aus", "algorithm": "CVI", "metric": "loss", "value": 0.45}])
+    record = table.data.iloc[0]
+    assert record["mean"] == pytest.approx(0.5) and record["min"] == 0.4 and record["max"] == 0.6
+    assert "range 0.4 to 0.6" in table.rows[0][4]

@@ -185,7 +185,9 @@ def paper_comparison(ds: xr.Dataset, paper: list[dict[str, Any]]) -> Table | Non
         problem, wanted, metric = row["problem"], row["algorithm"], row["metric"]
         published = float(row["value"])
         paper_text = mean_sd(published, float(row.get("sd", np.nan)))
-        labels = sorted(lb for lb in ok.loc[ok["problem"] == problem, "label"].unique() if _label_matches(lb, wanted))
+        # "logreg/australian" also matches the grid problems "logreg/australian (split=0)", ... (pooled)
+        at = ok["problem"].map(lambda p: _label_matches(p, problem))
+        labels = sorted(lb for lb in ok.loc[at, "label"].unique() if _label_matches(lb, wanted))
         if not labels or metric not in ok:
             why = "metric not recorded" if labels else "not in these results"
             rows.append([problem, wanted, metric, paper_text, why, DASH, DASH, str(row.get("note", ""))])
@@ -193,19 +195,22 @@ def paper_comparison(ds: xr.Dataset, paper: list[dict[str, Any]]) -> Table | Non
                             "paper": published, "mean": np.nan, "std": np.nan, "difference": np.nan})
             continue
         for label in labels:
-            values = ok.loc[(ok["problem"] == problem) & (ok["label"] == label), metric]
+            values = ok.loc[at & (ok["label"] == label), metric]
             mean, sd = float(values.mean()), float(values.std())
+            low, high = float(values.min()), float(values.max())
             diff = mean - published
             rel = f"{100 * diff / abs(published):+.2g}%" if published != 0 and np.isfinite(diff) else DASH
-            rows.append([problem, label, metric, paper_text, f"{mean_sd(mean, sd)} (n={values.notna().sum()})",
+            spread = f"; range {low:.4g} to {high:.4g}" if values.notna().sum() > 1 else ""
+            rows.append([problem, label, metric, paper_text, f"{mean_sd(mean, sd)} (n={values.notna().sum()}{spread})",
                          number(diff, 3) if not np.isfinite(diff) else f"{diff:+.3g}", rel, str(row.get("note", ""))])
             records.append({"problem": problem, "algorithm": wanted, "label": label, "metric": metric,
-                            "paper": published, "mean": mean, "std": sd, "difference": diff})
+                            "paper": published, "mean": mean, "std": sd, "min": low, "max": high, "difference": diff})
     return Table(
         "Paper vs this run",
         ["problem", "algorithm", "metric", "paper", "this run", "difference", "relative", "note"],
         rows,
-        "This run: final value, mean ± sd over ok seeds (n). Difference = this run − paper. "
+        "This run: final value, mean ± sd over ok seeds (n) and its range; a paper problem pools our problems "
+        "that differ only in a grid parameter (e.g. random splits). Difference = this run − paper. "
         "Scales may differ from the paper's: read the study's scale in the header.",
         data=pd.DataFrame(records),
     )
