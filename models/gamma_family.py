@@ -19,21 +19,13 @@ from typing import Callable
 import numpy as np
 from scipy.special import digamma, expit, gammaln, polygamma
 
+from svibench.transforms import softplus, softplus_inv
 from svibench.capabilities.mean_field import GammaDraws, gamma_draws
 from svibench.expfam import GammaNatural
 
-__all__ = ["MeanFieldGamma", "softplus", "softplus_inv"]
+__all__ = ["MeanFieldGamma"]
 
 
-def softplus(x: np.ndarray) -> np.ndarray:
-    """log(1 + eˣ), computed stably."""
-    return np.logaddexp(0.0, x)
-
-
-def softplus_inv(y: np.ndarray) -> np.ndarray:
-    """The inverse of :func:`softplus` for y > 0: log(eʸ − 1)."""
-    y = np.asarray(y, dtype=float)
-    return y + np.log(-np.expm1(-y))
 
 
 class MeanFieldGamma:

@@ -16,21 +16,14 @@ import numpy as np
 import scipy.linalg
 from scipy.special import expit
 
+from svibench.transforms import softplus, softplus_inv
 from svibench.capabilities.latent_gaussian import GaussianPosterior
 
-__all__ = ["MeanFieldGaussian", "FullGaussian", "softplus", "softplus_inv"]
+__all__ = ["MeanFieldGaussian", "FullGaussian"]
 
 _LOG2PI = np.log(2.0 * np.pi)
 
 
-def softplus(x: np.ndarray) -> np.ndarray:
-    return np.logaddexp(0.0, x)
-
-
-def softplus_inv(y: np.ndarray) -> np.ndarray:
-    """ρ with softplus(ρ) = y (y > 0)."""
-    y = np.asarray(y, dtype=float)
-    return y + np.log(-np.expm1(-y))
 
 
 class MeanFieldGaussian:
