@@ -74,8 +74,10 @@ class SVI(Algorithm):
         Locals see E_q[β] (SVI, Mimno) or one draw β ~ q(β) per iteration (SSVI).
     burnin, samples : int
         Gibbs sweeps discarded and kept (``local="gibbs"``).
-    inner_iterations : int
-        Cap on local coordinate-ascent sweeps (``local`` in mf, titsias).
+    inner_iterations, inner_tol : int, float
+        Cap on local coordinate-ascent sweeps (``local`` in mf, titsias), and the
+        per-row stopping tolerance on the mean change of the local parameters
+        (:class:`svibench.capabilities.LocalApprox`).
     init_method : str
         The model's initialisation method ("default": its first).
     """
@@ -94,7 +96,7 @@ class SVI(Algorithm):
 
     def __init__(self, *, batch_size: int = 100, kappa: float = 0.75, t0: float = 1.0, rho: float | None = None,
                  local: str = "mf", view: str = "expected", burnin: int = 3, samples: int = 3,
-                 inner_iterations: int = 20, init_method: str = "default") -> None:
+                 inner_iterations: int = 20, inner_tol: float = 1e-3, init_method: str = "default") -> None:
         self.batch_size = batch_size
         self.kappa = kappa
         self.t0 = t0
@@ -104,6 +106,7 @@ class SVI(Algorithm):
         self.burnin = burnin
         self.samples = samples
         self.inner_iterations = inner_iterations
+        self.inner_tol = inner_tol
         self.init_method = init_method
 
     @classmethod
@@ -117,15 +120,15 @@ class SVI(Algorithm):
             raise ValueError(f"view must be one of {', '.join(VIEWS)}, got {self.view!r}")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be ≥ 1, got {self.batch_size}")
-        if self.burnin < 0 or self.samples < 1 or self.inner_iterations < 1:
-            raise ValueError("need burnin ≥ 0, samples ≥ 1 and inner_iterations ≥ 1")
+        if self.burnin < 0 or self.samples < 1 or self.inner_iterations < 1 or not self.inner_tol >= 0:
+            raise ValueError("need burnin ≥ 0, samples ≥ 1, inner_iterations ≥ 1 and inner_tol ≥ 0")
         make_schedule(rho=self.rho, t0=self.t0, kappa=self.kappa)
 
     def init(self, model: Any, rng: np.random.Generator) -> None:
         self.check_params()
         self.model_, self.rng_ = model, rng
         self.schedule_ = make_schedule(rho=self.rho, t0=self.t0, kappa=self.kappa)
-        self.approx_ = LocalApprox(self.local, self.burnin, self.samples, self.inner_iterations)
+        self.approx_ = LocalApprox(self.local, self.burnin, self.samples, self.inner_iterations, self.inner_tol)
         self.eta_ = model.prior_natural()
         self.lam_ = _init_globals(model, rng, self.init_method)
         self.t_ = 0
@@ -157,8 +160,9 @@ class VMP(Algorithm):
     label = "VMP"
     requires = (ConditionallyConjugate,)
 
-    def __init__(self, *, inner_iterations: int = 20, init_method: str = "default") -> None:
+    def __init__(self, *, inner_iterations: int = 20, inner_tol: float = 1e-3, init_method: str = "default") -> None:
         self.inner_iterations = inner_iterations
+        self.inner_tol = inner_tol
         self.init_method = init_method
 
     @classmethod
@@ -167,7 +171,7 @@ class VMP(Algorithm):
 
     def init(self, model: Any, rng: np.random.Generator) -> None:
         self.model_, self.rng_ = model, rng
-        self.approx_ = LocalApprox("mf", inner_iterations=self.inner_iterations)
+        self.approx_ = LocalApprox("mf", inner_iterations=self.inner_iterations, inner_tol=self.inner_tol)
         self.eta_ = model.prior_natural()
         self.lam_ = _init_globals(model, rng, self.init_method)
         self.everyone_ = np.arange(model.n_train)

@@ -152,9 +152,9 @@ class BPFA(Model):
         if approx.kind == "gibbs":
             return gibbs(view, Y, M, approx.burnin, approx.samples, rng)
         if approx.kind == "mf":
-            return mean_field(view, Y, M, approx.inner_iterations).moments()
+            return mean_field(view, Y, M, approx.inner_iterations, approx.inner_tol).moments()
         if approx.kind == "titsias":
-            return titsias(view, Y, M, approx.inner_iterations).moments()
+            return titsias(view, Y, M, approx.inner_iterations, approx.inner_tol).moments()
         raise ValueError(f"bpfa offers local approximations {self.local_kinds}, not {approx.kind!r}")
 
     # -- the uncollapsed Gibbs sampler (algorithms.gibbs)

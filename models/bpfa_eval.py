@@ -52,7 +52,7 @@ def _local_draws(view: GlobalMoments, Y, M, approx: LocalApprox, n_draws: int, r
     """(n_draws, B, K) draws of x from the local approximation given ``view``, and the factorised q if any."""
     if approx.kind == "gibbs":
         return gibbs(view, Y, M, approx.burnin, n_draws, rng).X, None
-    q = (mean_field if approx.kind == "mf" else titsias)(view, Y, M, approx.inner_iterations)
+    q = (mean_field if approx.kind == "mf" else titsias)(view, Y, M, approx.inner_iterations, approx.inner_tol)
     return np.stack([draw_from_q(q, rng) for _ in range(n_draws)]), q
 
 

@@ -64,10 +64,10 @@ __all__ = [
 ]
 
 _LOG_2PI = np.log(2.0 * np.pi)
-#: Local coordinate ascent stops when no θ_ik moved by more than this in a sweep.
-THETA_TOL = 1e-4
-#: Stopping rules of the local coordinate ascent (see :func:`mean_field`).
-STOP_RULES = ("global", "row")
+#: Default tolerance of the local coordinate ascent: a row stops after the first sweep in which
+#: its θ_ik moved by less than this on average over k (the per-document rule and threshold,
+#: ``meanchangethresh``, of Hoffman, Blei & Bach's online LDA, 2010).
+LOCAL_TOL = 1e-3
 #: Default of the ``kernel`` argument: the compiled sweeps when numba imports, unless SVIBENCH_BPFA_KERNEL=0.
 KERNEL = bpfa_kernels.AVAILABLE and os.environ.get("SVIBENCH_BPFA_KERNEL", "1") != "0"
 
@@ -174,7 +174,7 @@ class FeatureSweep:
         self.A = g * (M @ view.phi2.T)
         self.Q = g * (M @ (phi**2).T)
         self.X = np.array(X0, dtype=float)
-        self.R = Y - self.X @ phi
+        self.R = Y - self.X @ phi if self.X.any() else np.array(Y, dtype=float)
         if not self.full:
             self.R *= M
 
@@ -247,53 +247,48 @@ def titsias_step(sweep: FeatureSweep, q: FactorQ, k: int) -> None:
     sweep.set(k, theta * m)
 
 
-def _coordinate_ascent(view, Y, M, kind, step, max_sweeps, kernel, stop) -> FactorQ:
-    """Sweeps of ``step`` from θ = 1, m = 0 (every feature available, none used yet)
-    until θ moves by less than :data:`THETA_TOL` or ``max_sweeps`` (``stop``: see :func:`mean_field`)."""
-    if stop not in STOP_RULES:
-        raise ValueError(f"stop must be one of {STOP_RULES}, not {stop!r}")
+def _coordinate_ascent(view, Y, M, kind, step, max_sweeps, tol, kernel) -> FactorQ:
+    """Per row, sweeps of ``step`` from θ = 1, m = 0 (every feature available, none used yet)
+    until the row's θ moved by less than ``tol`` on average, or ``max_sweeps``."""
+    if not tol >= 0:
+        raise ValueError(f"the local tolerance must be ≥ 0, not {tol!r}")
     B, K = Y.shape[0], view.phi.shape[0]
-    if stop == "row" and not _use_kernel(kernel) and B > 1:  # reference: each row is its own minibatch
-        rows = [_coordinate_ascent(view, Y[i:i + 1], M[i:i + 1], kind, step, max_sweeps, False, "global")
-                for i in range(B)]
-        return FactorQ(kind, *(np.concatenate([getattr(q, a) for q in rows]) for a in ("theta", "mean_w", "var_w")),
-                       view.gamma_w)
     q = FactorQ(kind, np.ones((B, K)), np.zeros((B, K)), np.full((B, K), 1.0 / view.gamma_w), view.gamma_w)
-    sweep = FeatureSweep(view, Y, M, np.zeros((B, K)))
     if _use_kernel(kernel):
+        sweep = FeatureSweep(view, Y, M, np.zeros((B, K)))
         tits = kind == "titsias"
         bpfa_kernels.factor_sweeps(tits, sweep.R, sweep.X, _c(M), _c(view.phi), sweep.A, sweep.Q,
                                    sweep.half_log if tits else sweep.A, float(view.gamma_obs), float(view.gamma_w),
-                                   _c(view.logit_pi), q.theta, q.mean_w, q.var_w, max_sweeps, THETA_TOL,
-                                   stop == "row")
+                                   _c(view.logit_pi), q.theta, q.mean_w, q.var_w, max_sweeps, tol)
         return q
-    for _ in range(max_sweeps):
-        before = q.theta.copy()
-        for k in range(K):
-            step(sweep, q, k)
-        if np.max(np.abs(q.theta - before)) < THETA_TOL:
-            break
+    for i in range(B):  # the reference: each row its own coordinate ascent, vectorised over nothing
+        sweep, row = FeatureSweep(view, Y[i:i + 1], M[i:i + 1], np.zeros((1, K))), FactorQ(
+            kind, q.theta[i:i + 1], q.mean_w[i:i + 1], q.var_w[i:i + 1], view.gamma_w)
+        for _ in range(max_sweeps):
+            before = row.theta.copy()
+            for k in range(K):
+                step(sweep, row, k)
+            if np.mean(np.abs(row.theta - before)) < tol:
+                break
     return q
 
 
 def mean_field(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int,
-               kernel: bool | None = None, stop: str = "global") -> FactorQ:
+               tol: float = LOCAL_TOL, kernel: bool | None = None) -> FactorQ:
     """Mean-field local q (eq. 8) by coordinate ascent on the local ELBO (eq. 9).
 
+    Each row sweeps its features until its θ moved by less than ``tol`` on average in a
+    sweep (:data:`LOCAL_TOL`), or ``max_sweeps``; rows are independent given the view.
     ``kernel``: compiled sweeps (True), the numpy reference (False) or :data:`KERNEL` (None).
-    ``stop``: "global" (the default and the original rule) sweeps every row until no θ of the
-    minibatch moved by :data:`THETA_TOL` in a sweep; "row" stops each row after its own first
-    such sweep (as per-document checks in SVI for LDA) — the same as running each row as its
-    own minibatch, and fewer sweeps, but *not* the same q as "global".
     """
-    return _coordinate_ascent(view, Y, M, "mf", mf_step, max_sweeps, kernel, stop)
+    return _coordinate_ascent(view, Y, M, "mf", mf_step, max_sweeps, tol, kernel)
 
 
 def titsias(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int,
-            kernel: bool | None = None, stop: str = "global") -> FactorQ:
+            tol: float = LOCAL_TOL, kernel: bool | None = None) -> FactorQ:
     """Titsias spike-and-slab local q (eq. 11) by coordinate ascent on its local ELBO
-    (``kernel`` and ``stop`` as in :func:`mean_field`)."""
-    return _coordinate_ascent(view, Y, M, "titsias", titsias_step, max_sweeps, kernel, stop)
+    (``tol`` and ``kernel`` as in :func:`mean_field`)."""
+    return _coordinate_ascent(view, Y, M, "titsias", titsias_step, max_sweeps, tol, kernel)
 
 
 def gibbs_update(sweep: FeatureSweep, k: int, u: np.ndarray, n: np.ndarray):

@@ -38,12 +38,17 @@ class LocalApprox:
         Gibbs sweeps discarded, then averaged (Shah et al. 2015, §5.1: 3 and 3).
     inner_iterations : int
         Cap on mean-field/Titsias local coordinate-ascent sweeps.
+    inner_tol : float
+        A row's coordinate ascent stops after the first sweep in which its local
+        parameters moved by less than this on average (Hoffman, Blei & Bach 2010's
+        per-document rule for online LDA, and their threshold 10⁻³).
     """
 
     kind: str = "mf"
     burnin: int = 3
     samples: int = 3
     inner_iterations: int = 20
+    inner_tol: float = 1e-3
 
 
 class LocalPosterior(dict):
