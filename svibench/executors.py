@@ -12,7 +12,9 @@ caller (the sweep) writes them, so workers never touch the results folder.
 ``dask``
     Dask distributed: an existing scheduler (``address``) or a ``LocalCluster``
     of single-threaded worker processes.  Runs are independent tasks
-    (``pure=False``, the run id in the key, ``retries`` on lost workers).
+    (``pure=False``, the run id in the key, ``retries`` on lost workers); a run
+    pauses the worker's profiler and undoes its allocator trimming, so it times
+    as in a local worker.
 
 Worker processes pin BLAS/OpenMP to one thread, so parallel runs do not
 oversubscribe the cores (timings of parallel runs are still not serial timings:
@@ -23,6 +25,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 import time
 import uuid
 from collections import deque
@@ -132,13 +135,16 @@ def run_local(
         child.close()
         return _Slot(process, parent)
 
+    def dispatch(slot: _Slot) -> None:
+        if slot.spec is None and queue:
+            slot.spec, slot.started = queue.popleft(), time.monotonic()
+            slot.conn.send(slot.spec)
+
     try:
         slots = [start() for _ in range(min(workers, len(queue)))]
         while queue or any(s.spec is not None for s in slots):
             for slot in slots:
-                if slot.spec is None and queue:
-                    slot.spec, slot.started = queue.popleft(), time.monotonic()
-                    slot.conn.send(slot.spec)
+                dispatch(slot)
             busy = [s for s in slots if s.spec is not None]
             ready = wait([s.conn for s in busy] + [s.process.sentinel for s in busy], timeout=1.0)
             for i, slot in enumerate(slots):
@@ -152,6 +158,7 @@ def run_local(
                         result = None  # died while sending; handled below as a lost worker
                     if result is not None:
                         slot.spec = None
+                        dispatch(slot)  # the worker goes on while the caller writes this result
                         yield result
                         continue
                 overdue = spec.timeout is not None and time.monotonic() - slot.started > spec.timeout + timeout_grace
@@ -212,10 +219,64 @@ def _restore_malloc_defaults() -> bool:
         return False
 
 
+#: Dask worker callbacks paused while a run executes (:func:`profiler_paused`).
+_PROFILER_CALLBACKS = ("profile", "profile-cycle")
+_paused = {"runs": 0}
+_paused_lock = threading.Lock()
+
+
+def _on_loop(worker, fn) -> None:
+    """Run ``fn`` on the worker's event loop and wait for it (at most 5 s)."""
+    done = threading.Event()
+
+    def call():
+        try:
+            fn()
+        finally:
+            done.set()
+
+    worker.loop.add_callback(call)
+    done.wait(5.0)
+
+
+@contextmanager
+def profiler_paused():
+    """Pause the statistical profiler of the Dask worker this code runs in (no-op elsewhere).
+
+    Dask samples the stack of every task thread every 10 ms from the worker's
+    event loop, taking the GIL each time; a CPU-bound run was measured ~10%
+    slower in a Dask worker than in a local worker because of it (GMM SVI, 8 runs
+    of ~7 s: 64.9 s of algorithm time against 57.9 s with the profiler off), so
+    timings would differ between executors.  The profiler restarts when the
+    last run on the worker ends.
+    """
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # not in a Dask worker
+        yield
+        return
+    callbacks = [worker.periodic_callbacks[name] for name in _PROFILER_CALLBACKS if name in worker.periodic_callbacks]
+    with _paused_lock:
+        _paused["runs"] += 1
+        if _paused["runs"] == 1:
+            _on_loop(worker, lambda: [pc.stop() for pc in callbacks])
+    try:
+        yield
+    finally:
+        with _paused_lock:
+            _paused["runs"] -= 1
+            if _paused["runs"] == 0:
+                _on_loop(worker, lambda: [pc.start() for pc in callbacks])
+
+
 def execute_on_dask(spec: RunSpec) -> xr.Dataset:
-    """The Dask task of one run: ordinary allocator settings, then :func:`~svibench.runner.execute`."""
+    """The Dask task of one run: ordinary allocator settings and no profiler, then
+    :func:`~svibench.runner.execute`."""
     _restore_malloc_defaults()
-    return execute(spec)
+    with profiler_paused():
+        return execute(spec)
 
 
 def run_dask(

@@ -212,3 +212,30 @@ def test_dask_workers_get_ordinary_allocator_settings():
     if platform.system() != "Linux":
         pytest.skip("mallopt is glibc's")
     assert _restore_malloc_defaults() is True
+
+
+def test_dask_workers_pause_their_profiler_during_a_run():
+    """Dask's profiler samples the task thread every 10 ms (runs ~10% slower, measured); a run pauses it."""
+    from distributed import Client, LocalCluster
+
+    from svibench.executors import profiler_paused
+
+    def profiling():
+        from distributed import get_worker
+
+        return get_worker().periodic_callbacks["profile"].is_running()
+
+    def profiling_during_a_run():
+        with profiler_paused():
+            return profiling()
+
+    with profiler_paused():  # outside a worker: nothing to pause, no error
+        pass
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        assert client.submit(profiling, pure=False).result() is True
+        assert client.submit(profiling_during_a_run, pure=False).result() is False
+        deadline = time.monotonic() + 10
+        while not client.submit(profiling, pure=False).result():  # restarted after the run
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
