@@ -8,12 +8,14 @@ from typing import Callable, Iterator, Sequence
 
 import xarray as xr
 
+from .data import DataError, DatasetUnavailable
 from .progress import Progress
+from .registry import get_registry
 from .results import ResultsError, environment, read_run, run_files, write_json, write_run
-from .spec import RunSpec
+from .spec import RunSpec, canonical_json
 from .study import Study
 
-__all__ = ["run_study", "SweepResult", "SweepError", "completed_runs"]
+__all__ = ["run_study", "SweepResult", "SweepError", "completed_runs", "check_data"]
 
 RETRYABLE = ("failed", "timeout")
 
@@ -84,6 +86,35 @@ def _refuse_changed_study(old: dict, study: Study, folder: Path) -> None:
 Executor = Callable[[Sequence[RunSpec]], Iterator[xr.Dataset]]
 
 
+def check_data(runs: Sequence[RunSpec]) -> None:
+    """Load every dataset ``runs`` need once, before any run starts.
+
+    Raises
+    ------
+    DataError
+        Naming each problem whose data file is missing, corrupt or malformed
+        (NaN, wrong shape), with the loader's advice: a sweep must not spend
+        hours recording the same data error in every run.  A dataset this
+        machine cannot provide at all (:class:`~svibench.data.DatasetUnavailable`)
+        is left to its runs, which record the reason.
+    """
+    seen: set[tuple[str, str]] = set()
+    problems: list[str] = []
+    for run in runs:
+        key = (run.problem.dataset, canonical_json(run.problem.dataset_params))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            get_registry(run.plugins).dataset(run.problem.dataset).loader(**run.problem.dataset_params)
+        except DatasetUnavailable:
+            pass
+        except DataError as exc:
+            problems.append(f"{run.problem.name}: {exc}")
+    if problems:
+        raise DataError("nothing was run; fix the data first:\n  " + "\n  ".join(problems))
+
+
 def run_study(
     study: Study,
     out: str | Path,
@@ -130,6 +161,7 @@ def run_study(
             result.statuses[run.run_id] = status
         else:
             todo.append(run)
+    check_data(todo)
     write_json(manifest_path, _manifest(study, result.statuses, execution))
     bar = Progress(len(todo), enabled=progress)
     runs = executor(todo)

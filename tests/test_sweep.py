@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from svibench.data import DataError
 from svibench.executors import run_dask, run_local
 from svibench.results import open_results, run_files
 from svibench.spec import Budget, Checkpoints, ProblemSpec, RunSpec
@@ -239,3 +240,21 @@ def test_dask_workers_pause_their_profiler_during_a_run():
         while not client.submit(profiling, pure=False).result():  # restarted after the run
             assert time.monotonic() < deadline
             time.sleep(0.1)
+
+
+def test_a_corrupt_data_file_stops_the_sweep_before_any_run(tmp_path, monkeypatch):
+    """Data are checked once, up front: one clear error naming the problem and the file, no run made."""
+    data = tmp_path / "data"
+    (data / "images").mkdir(parents=True)
+    (data / "images" / "boat.png").write_bytes(b"not a png")
+    monkeypatch.setenv("SVIBENCH_DATA_DIR", str(data))
+    study = parse_study({
+        "study": {"name": "corrupt", "seeds": [0, 1]},
+        "budget": {"iterations": 2},
+        "problem": [{"name": "boat", "model": "bpfa", "dataset": "image-patches",
+                     "dataset_params": {"image": "boat", "task": "inpainting", "size": 16}}],
+        "algorithm": [{"name": "mf-svi"}, {"name": "gibbs-ssvi"}],
+    })
+    with pytest.raises(DataError, match=r"nothing was run.*\n  boat: .*boat\.png is corrupt: SHA-256"):
+        run_study(study, tmp_path / "out", lambda s: run_local(s), progress=False)
+    assert not (tmp_path / "out" / "runs").exists()
