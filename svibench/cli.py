@@ -50,7 +50,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .executors import run_dask, run_local
+    from .executors import dask_slots, run_dask, run_local
 
     if args.address and args.executor != "dask":
         raise ExecutorError("--address needs --executor dask")
@@ -58,6 +58,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     study = load_study(args.study, scale=args.scale, plugins=tuple(str(Path(p).resolve()) for p in args.plugin))
     out = Path(args.output) if args.output else Path(args.study).resolve().parent / "results"
     workers = args.workers or os.cpu_count() or 1
+    if args.address:  # a cluster of its own size: checked (and reached) before any work
+        workers = dask_slots(args.address)
+        if workers == 0 and not args.quiet:
+            print(f"the scheduler at {args.address} has no workers yet: runs wait until `dask worker` processes join")
     if not args.quiet:
         print(f"study {study.name!r} ({study.scale} scale): {len(study.runs)} runs, {workers} worker(s) -> {out}")
         for skip in study.skipped:

@@ -39,7 +39,7 @@ import xarray as xr
 from .runner import execute, to_dataset
 from .spec import RunSpec
 
-__all__ = ["run_local", "run_dask", "ExecutorError", "THREAD_VARS", "pinned_threads", "TIMEOUT_GRACE"]
+__all__ = ["run_local", "run_dask", "dask_slots", "ExecutorError", "THREAD_VARS", "pinned_threads", "TIMEOUT_GRACE"]
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
                "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
@@ -279,6 +279,30 @@ def execute_on_dask(spec: RunSpec) -> xr.Dataset:
         return execute(spec)
 
 
+def _connect(address: str, connect_timeout: float):
+    from distributed import Client
+
+    try:
+        return Client(address, timeout=f"{connect_timeout}s")
+    except (OSError, TimeoutError) as exc:
+        raise ExecutorError(f"cannot reach a Dask scheduler at {address} within {connect_timeout:g} s ({exc}); "
+                            "start one with `dask scheduler` or run without --address for a local cluster") from None
+
+
+def dask_slots(address: str, connect_timeout: float = 5.0) -> int:
+    """How many runs the Dask cluster at ``address`` executes at once (its workers' threads).
+
+    Raises :class:`ExecutorError` if the scheduler cannot be reached, so a sweep
+    fails before any work when the address is wrong.
+    """
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise ExecutorError("the dask executor needs dask.distributed: pip install 'svibench[dask]'") from None
+    with _connect(address, connect_timeout) as client:
+        return sum(w["nthreads"] for w in client.scheduler_info()["workers"].values())
+
+
 def run_dask(
     specs: Sequence[RunSpec],
     *,
@@ -305,11 +329,7 @@ def run_dask(
         raise ExecutorError("the dask executor needs dask.distributed: pip install 'svibench[dask]'") from None
     cluster = None
     if address:
-        try:
-            client = Client(address, timeout=f"{connect_timeout}s")
-        except (OSError, TimeoutError) as exc:
-            raise ExecutorError(f"cannot reach a Dask scheduler at {address} within {connect_timeout:g} s ({exc}); "
-                                "start one with `dask scheduler` or run without --address for a local cluster") from None
+        client = _connect(address, connect_timeout)
     else:
         with pinned_threads(1):
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)

@@ -258,3 +258,22 @@ def test_a_corrupt_data_file_stops_the_sweep_before_any_run(tmp_path, monkeypatc
     with pytest.raises(DataError, match=r"nothing was run.*\n  boat: .*boat\.png is corrupt: SHA-256"):
         run_study(study, tmp_path / "out", lambda s: run_local(s), progress=False)
     assert not (tmp_path / "out" / "runs").exists()
+
+
+def test_a_sweep_on_a_running_scheduler_records_the_cluster_size(tmp_path):
+    """With --address the parallelism is the cluster's (2 single-threaded workers), whatever --workers says."""
+    from distributed import LocalCluster
+
+    study = tmp_path / "s.toml"
+    study.write_text(textwrap.dedent(STUDY_TOML.format(work=0.0)).replace("test-slow-eval", "gmm").replace(
+        "test-points", "gmm-synthetic").replace("model_params = { sleep = 0.0 }", "").replace("test-sleeper", "vmp").replace(
+        "params = { work = 0.0 }", ""))
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        proc = cli("run", str(study), "--executor", "dask", "--address", cluster.scheduler_address, "--workers", "5",
+                   "-o", str(tmp_path / "o"), "--no-report")
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "2 worker(s)" in out
+    manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert manifest["parallel_workers"] == 2 and manifest["scheduler"] == cluster.scheduler_address
+    assert {r["status"] for r in manifest["runs"].values()} == {"ok"}
