@@ -121,6 +121,10 @@ def open_results(path: str | Path, *, skip_corrupt: bool = False) -> xr.Dataset:
         Leave out unreadable run files (their names are listed in the
         ``corrupt_files`` attribute) instead of raising.
 
+    A folder's run files that its manifest does not list (kept from an earlier
+    version of the study, run again with ``--force``) are left out; their
+    number is the ``stale_runs`` attribute.
+
     Returns
     -------
     xarray.Dataset
@@ -144,6 +148,12 @@ def open_results(path: str | Path, *, skip_corrupt: bool = False) -> xr.Dataset:
         folder = path
     else:
         raise ResultsError(f"no results at {path}: give a results folder (holding runs/) or a run file")
+    manifest = folder / "manifest.json"
+    info = json.loads(manifest.read_text()) if manifest.exists() else {}
+    stale = []
+    if path.is_dir() and info.get("runs"):  # files of an earlier version of the study (run with --force) stay out
+        stale = [f for f in files if f.stem not in info["runs"]]
+        files = [f for f in files if f.stem in info["runs"]]
     runs, corrupt = [], []
     for file in files:
         try:
@@ -167,14 +177,14 @@ def open_results(path: str | Path, *, skip_corrupt: bool = False) -> xr.Dataset:
     )
     combined = combined.assign_coords(coords)
     combined = combined.assign_coords(run=np.arange(len(runs)))
-    manifest = folder / "manifest.json"
     attrs = {k: v for k, v in runs[0].attrs.items() if k in environment() or k == "study"}
-    if manifest.exists():
-        info = json.loads(manifest.read_text())
+    if info:
         attrs.update({k: v for k, v in info.items() if isinstance(v, (str, int, float))})
         attrs["study_toml"] = info.get("study_toml", "")
     if corrupt:
         attrs["corrupt_files"] = ", ".join(corrupt)
+    if stale:
+        attrs["stale_runs"] = len(stale)
     combined.attrs = attrs
     return combined
 

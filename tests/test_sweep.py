@@ -190,6 +190,10 @@ def test_a_changed_study_is_refused_with_what_changed_unless_forced(tmp_path):
     assert len(result.executed) == 1
     manifest = json.loads((folder / "manifest.json").read_text())
     assert sorted(v["seed"] for v in manifest["runs"].values()) == [0, 1, 7]
+    # the run of the old study stays on disk but out of the results (and so of reports)
+    assert len(run_files(folder)) == 4
+    ds = open_results(folder)
+    assert sorted(ds.seed.values) == [0, 1, 7] and ds.attrs["stale_runs"] == 1
 
 
 def test_an_unreachable_scheduler_is_a_clear_error_within_seconds(tmp_path):

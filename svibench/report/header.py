@@ -76,6 +76,9 @@ def make_header(ds: xr.Dataset, manifest: dict[str, Any], settings: ReportSettin
         caveats.append("The results were produced from a working tree with uncommitted changes.")
     if attrs.get("corrupt_files"):
         caveats.append(f"Unreadable run files were left out: {attrs['corrupt_files']}.")
+    if attrs.get("stale_runs"):
+        caveats.append(f"{attrs['stale_runs']} run file(s) of an earlier version of the study were left out "
+                       "(they are still in runs/).")
     if settings.ignored:
         caveats.append(f"[report] keys not understood by this svibench version (ignored): {', '.join(settings.ignored)}.")
     return Header(f"svibench report: {study}", _description(manifest), facts, caveats)
