@@ -93,10 +93,11 @@ def check_data(runs: Sequence[RunSpec]) -> None:
     ------
     DataError
         Naming each problem whose data file is missing, corrupt or malformed
-        (NaN, wrong shape), with the loader's advice: a sweep must not spend
-        hours recording the same data error in every run.  A dataset this
-        machine cannot provide at all (:class:`~svibench.data.DatasetUnavailable`)
-        is left to its runs, which record the reason.
+        (NaN, wrong shape), with the loader's advice, or whose loader rejects
+        its parameters: a sweep must not spend hours recording the same error in
+        every run.  A dataset this machine cannot provide at all
+        (:class:`~svibench.data.DatasetUnavailable`) is left to its runs, which
+        record the reason.
     """
     seen: set[tuple[str, str]] = set()
     problems: list[str] = []
@@ -111,8 +112,11 @@ def check_data(runs: Sequence[RunSpec]) -> None:
             pass
         except DataError as exc:
             problems.append(f"{run.problem.name}: {exc}")
+        except Exception as exc:  # a loader rejecting its parameters (ValueError, TypeError, ...)
+            problems.append(f"{run.problem.name}: dataset {run.problem.dataset!r} with {run.problem.dataset_params}: "
+                            f"{type(exc).__name__}: {exc}")
     if problems:
-        raise DataError("nothing was run; fix the data first:\n  " + "\n  ".join(problems))
+        raise DataError("nothing was run; these problems' data cannot be loaded:\n  " + "\n  ".join(problems))
 
 
 def run_study(

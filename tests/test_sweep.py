@@ -246,8 +246,9 @@ def test_dask_workers_pause_their_profiler_during_a_run():
             time.sleep(0.1)
 
 
-def test_a_corrupt_data_file_stops_the_sweep_before_any_run(tmp_path, monkeypatch):
-    """Data are checked once, up front: one clear error naming the problem and the file, no run made."""
+def test_data_that_cannot_be_loaded_stops_the_sweep_before_any_run(tmp_path, monkeypatch):
+    """Data are loaded once, up front: a corrupt file or parameters the loader rejects give one clear
+    error naming the problem (and the file), and no run is made."""
     data = tmp_path / "data"
     (data / "images").mkdir(parents=True)
     (data / "images" / "boat.png").write_bytes(b"not a png")
@@ -262,6 +263,13 @@ def test_a_corrupt_data_file_stops_the_sweep_before_any_run(tmp_path, monkeypatc
     with pytest.raises(DataError, match=r"nothing was run.*\n  boat: .*boat\.png is corrupt: SHA-256"):
         run_study(study, tmp_path / "out", lambda s: run_local(s), progress=False)
     assert not (tmp_path / "out" / "runs").exists()
+    bad_params = parse_study({
+        "study": {"name": "bad", "seeds": [0]}, "budget": {"iterations": 2},
+        "problem": [{"name": "tiny", "model": "gmm", "dataset": "gmm-synthetic", "dataset_params": {"n": -5}}],
+        "algorithm": [{"name": "vmp"}],
+    })
+    with pytest.raises(DataError, match=r"nothing was run.*\n  tiny: dataset 'gmm-synthetic' with \{'n': -5\}: \w+Error"):
+        run_study(bad_params, tmp_path / "out2", lambda s: run_local(s), progress=False)
 
 
 def test_a_sweep_on_a_running_scheduler_records_the_cluster_size(tmp_path):
