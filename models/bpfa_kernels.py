@@ -8,9 +8,11 @@ changing the maths:
 * rows are independent given the globals, so the loop over rows is outermost
   and each row sweeps its features with its residual r_i (D values) kept in
   cache — one dot product and, when x_ik changed, one axpy per (row, feature)
-  instead of several numpy calls per feature (in coordinate ascent, where every
-  x_ik changes, the axpy and the next feature's dot product share one pass) (single-threaded: splitting rows
-  over threads with ``prange`` was 1.3–4× *slower* on the shared 2-core machine);
+  instead of several numpy calls per feature; the axpy and the next feature's
+  dot product share one pass over r_i (~20% faster).  Single-threaded: splitting
+  rows over threads with ``prange`` gave no gain on the 2-core machine, and
+  numba's default threading layer must not be entered from two threads at once
+  (as in a multi-threaded Dask worker);
 * the coordinate-ascent kernel keeps the reference's stopping rule, which is
   per row (a row stops when its θ_i· moved by less than ``tol`` on average);
 * the Gibbs kernel takes its uniforms ``U`` and normals ``N`` pre-drawn by the
