@@ -124,9 +124,15 @@ params = {{ work = {work} }}
 """
 
 
+def _default_sigint() -> None:
+    # A shell without job control starts background commands with SIGINT ignored, and Python
+    # keeps an ignored SIGINT (no KeyboardInterrupt): give the CLI Ctrl-C whatever ran the tests.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def cli(*args, **kw):
     return subprocess.Popen([sys.executable, "-m", "svibench.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kw)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint, **kw)
 
 
 def test_interrupt_then_resume_runs_only_the_missing_runs_and_matches_an_uninterrupted_sweep(tmp_path, faulty_plugin):
