@@ -153,7 +153,14 @@ class VMP(Algorithm):
 
     Each iteration: locals given E_q[β] over the whole data set, then every
     global set to its optimum λ = η + Σᵢ η̂ᵢ (Winn & Bishop 2005; Hoffman et al.
-    2013, eq. 14).  The ELBO never decreases.
+    2013, eq. 14).  With exact local updates (the mixture) the ELBO never
+    decreases; with iterative ones (BPFA's coordinate ascent, restarted every
+    iteration and stopped at ``inner_tol``) only up to that tolerance.
+
+    Parameters
+    ----------
+    inner_iterations, inner_tol, init_method
+        As in :class:`SVI`.
     """
 
     name = "vmp"
