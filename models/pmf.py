@@ -84,13 +84,29 @@ class PoissonGammaMF(Model):
             "W": GammaNatural.from_shape_rate(np.full((self.V, n_factors), w_shape), np.full((self.V, n_factors), w_rate)),
             "Z": GammaNatural.from_shape_rate(np.full((self.N, n_factors), z_shape), np.full((self.N, n_factors), z_rate)),
         }
-        self._log_x_factorial = (gammaln(self.X + 1.0) * self.mask).sum()
+        self._log_x_factorial = (gammaln(self.X + 1.0) * self.mask).sum(0)  # per column (image)
 
     @property
     def n_train(self) -> int:
         return self.N
 
     # -- helpers on draws W (S, V, K), Z (S, N, K)
+    def _draws(self, lam: Blocks, rng: np.random.Generator, n_samples: int) -> dict:
+        """``n_samples`` reparameterised draws of every block of q (uniforms drawn W first, then Z)."""
+        draws = {}
+        for name, rows in (("W", self.V), ("Z", self.N)):
+            shape, rate = lam[name].shape_rate()
+            draws[name] = gamma_draws(shape, rate, rng.uniform(size=(n_samples, rows, self.K)))
+        return draws
+
+    def _column_weights(self, batch: np.ndarray | None) -> np.ndarray:
+        """1 for every column, or N/|B| on the minibatch ``batch`` and 0 elsewhere."""
+        if batch is None:
+            return np.ones(self.N)
+        weights = np.zeros(self.N)
+        weights[batch] = self.N / len(batch)
+        return weights
+
     def _ratio(self, W: np.ndarray, Z: np.ndarray) -> np.ndarray:
         """X_ij / wᵢᵀzⱼ on observed entries (0 elsewhere), shape (S, V, N)."""
         rate = W @ np.swapaxes(Z, -1, -2)
@@ -116,10 +132,7 @@ class PoissonGammaMF(Model):
     def nonconjugate_gradient(self, lam: Blocks, blocks: tuple[str, ...], rng: np.random.Generator,
                               n_samples: int) -> dict[str, GammaNatural]:
         """∇̂_μ Σ_ij m_ij X_ij E_q[log wᵢᵀzⱼ] for the requested blocks (draws of both W and Z)."""
-        draws = {}
-        for name, rows in (("W", self.V), ("Z", self.N)):
-            shape, rate = lam[name].shape_rate()
-            draws[name] = gamma_draws(shape, rate, rng.uniform(size=(n_samples, rows, self.K)))
+        draws = self._draws(lam, rng, n_samples)
         ratio = self._ratio(draws["W"].z, draws["Z"].z)
         grad_z = {"W": ratio @ draws["Z"].z, "Z": np.swapaxes(ratio, -1, -2) @ draws["W"].z}
         return {name: gamma_mean_gradient(lam[name], draws[name], grad_z[name]) for name in blocks}
@@ -142,12 +155,8 @@ class PoissonGammaMF(Model):
         rate = W @ np.swapaxes(Z, -1, -2)
         with np.errstate(divide="ignore"):
             terms = np.where(self.X > 0, self.X * np.log(rate), 0.0) - rate * self.mask
-        weights = np.ones(self.N)
-        if batch is not None:
-            weights = np.zeros(self.N)
-            weights[batch] = self.N / len(batch)
-        log_fact = float(((gammaln(self.X + 1.0) * self.mask).sum(0) * weights).sum())
-        return terms, weights, log_fact
+        weights = self._column_weights(batch)
+        return terms, weights, float(self._log_x_factorial @ weights)
 
     def log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
         W, Z = self._split(z)
@@ -166,11 +175,7 @@ class PoissonGammaMF(Model):
 
     def grad_log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
         W, Z = self._split(z)
-        weights = np.ones(self.N)
-        if batch is not None:
-            weights = np.zeros(self.N)
-            weights[batch] = self.N / len(batch)
-        resid = (self._ratio(W, Z) - self.mask) * weights  # ∂/∂rate of the weighted likelihood
+        resid = (self._ratio(W, Z) - self.mask) * self._column_weights(batch)  # ∂/∂rate of the weighted likelihood
         (aw, bw), (az, bz) = self.prior["W"].shape_rate(), self.prior["Z"].shape_rate()
         gW = resid @ Z + (aw - 1.0) / W - bw
         gZ = np.swapaxes(resid, -1, -2) @ W + (az - 1.0) / Z - bz
@@ -178,17 +183,14 @@ class PoissonGammaMF(Model):
 
     # -- evaluation
     def evaluate(self, posterior: Blocks, rng: np.random.Generator) -> dict[str, float]:
-        draws = {}
-        for name, rows in (("W", self.V), ("Z", self.N)):
-            shape, rate = posterior[name].shape_rate()
-            draws[name] = gamma_draws(shape, rate, rng.uniform(size=(self.eval_samples, rows, self.K))).z
-        W, Z = draws["W"], draws["Z"]
+        draws = self._draws(posterior, rng, self.eval_samples)
+        W, Z = draws["W"].z, draws["Z"].z
         rate_draws = W @ np.swapaxes(Z, -1, -2)  # (S, V, N)
         (sw, rw), (sz, rz) = posterior["W"].shape_rate(), posterior["Z"].shape_rate()
         mean_rate = (sw / rw) @ (sz / rz).T
         with np.errstate(divide="ignore"):
             e_log_rate = np.mean(np.log(rate_draws), axis=0)
-        expected_loglik = (np.where(self.X > 0, self.X * e_log_rate, 0.0) - mean_rate * self.mask).sum() - self._log_x_factorial
+        expected_loglik = (np.where(self.X > 0, self.X * e_log_rate, 0.0) - mean_rate * self.mask).sum() - self._log_x_factorial.sum()
         kl = sum(float(posterior[name].kl(self.prior[name]).sum()) for name in ("W", "Z"))
         out = {"elbo": float(expected_loglik - kl)}
         held = self.data.test.get("mask")
