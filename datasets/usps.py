@@ -14,7 +14,7 @@ import scipy.io
 
 from svibench.data import DataFile, Dataset, dataset, fetch
 
-__all__ = ["usps_3v5"]
+__all__ = ["USPS_ALL", "usps_all", "usps_3v5"]
 
 USPS_ALL = DataFile(
     "usps/usps_all.mat",
@@ -24,13 +24,18 @@ USPS_ALL = DataFile(
 )
 
 
+def usps_all() -> np.ndarray:
+    """All USPS digits, (256 pixels, 1,100 images, 10 digits) uint8 0–255; slice k − 1 holds digit k, slice 9 digit 0."""
+    return scipy.io.loadmat(fetch(USPS_ALL))["data"]
+
+
 @dataset("usps-3v5", kind="classification",
          description="USPS 3 vs 5 from usps_all.mat (SUBSTITUTE for GPML's usps_resampled), random halves")
 def usps_3v5(*, n_per_class: int = 1100, split: int = 0) -> Dataset:
     """Digits 3 (y = 1) and 5 (y = 0), ``n_per_class`` random images of each, split in halves by seed ``split``."""
     if not 2 <= n_per_class <= 1100:
         raise ValueError(f"usps-3v5: n_per_class must be in [2, 1100], got {n_per_class}")
-    data = scipy.io.loadmat(fetch(USPS_ALL))["data"]  # (256, 1100, 10); slice k-1 holds digit k, slice 9 digit 0
+    data = usps_all()
     rng = np.random.default_rng(split)
     threes = data[:, rng.permutation(1100)[:n_per_class], 2].T
     fives = data[:, rng.permutation(1100)[:n_per_class], 4].T
