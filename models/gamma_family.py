@@ -19,13 +19,11 @@ from typing import Callable
 import numpy as np
 from scipy.special import digamma, expit, gammaln, polygamma
 
-from svibench.transforms import softplus, softplus_inv
 from svibench.capabilities.mean_field import GammaDraws, gamma_draws
 from svibench.expfam import GammaNatural
+from svibench.transforms import softplus, softplus_inv
 
 __all__ = ["MeanFieldGamma"]
-
-
 
 
 class MeanFieldGamma:
@@ -70,8 +68,9 @@ class MeanFieldGamma:
 
     def init_params(self, rng: np.random.Generator) -> np.ndarray:
         q = self._init(rng)
-        shape = np.concatenate([q[name].shape_rate()[0].ravel() for name in self.shapes])
-        rate = np.concatenate([q[name].shape_rate()[1].ravel() for name in self.shapes])
+        parts = [q[name].shape_rate() for name in self.shapes]
+        shape = np.concatenate([a.ravel() for a, _ in parts])
+        rate = np.concatenate([b.ravel() for _, b in parts])
         return np.concatenate([softplus_inv(shape), softplus_inv(rate)])
 
     def posterior(self, phi: np.ndarray) -> dict[str, GammaNatural]:

@@ -16,14 +16,12 @@ import numpy as np
 import scipy.linalg
 from scipy.special import expit
 
-from svibench.transforms import softplus, softplus_inv
 from svibench.capabilities.latent_gaussian import GaussianPosterior
+from svibench.transforms import softplus, softplus_inv
 
 __all__ = ["MeanFieldGaussian", "FullGaussian"]
 
 _LOG2PI = np.log(2.0 * np.pi)
-
-
 
 
 class MeanFieldGaussian:
