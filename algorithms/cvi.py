@@ -205,12 +205,16 @@ class CVI(Algorithm):
             raise ValueError(f"init_lam2 must be < 0 (a valid Gaussian site), got {self.init_lam2}")
         if self.max_rejections < 0:
             raise ValueError("max_rejections must be ≥ 0")
-        make_schedule(rho=self.rho, w=None if self.rho is not None else self.w, t0=self.t0, kappa=self.kappa)
+        self._schedule()
+
+    def _schedule(self):
+        """β_t: ``rho``, else w/(1+w), else Robbins–Monro (see the class docstring)."""
+        return make_schedule(rho=self.rho, w=None if self.rho is not None else self.w, t0=self.t0, kappa=self.kappa)
 
     def init(self, model: LatentGaussian, rng: np.random.Generator) -> None:
         self.check_params()
         self.model_, self.rng_ = model, rng
-        self.schedule_ = make_schedule(rho=self.rho, w=None if self.rho is not None else self.w, t0=self.t0, kappa=self.kappa)
+        self.schedule_ = self._schedule()
         self.conjugate_ = PseudoObservationPosterior(model)
         N = model.n_train
         self.lam1_ = np.full(N, float(self.init_lam1))
