@@ -4,8 +4,9 @@ Shah et al. (2015) report seconds per minibatch of 250 image patches with
 K = 250 (0.12–0.48 s on a 2.4 GHz dual core).  Data: 2,000 rows from the BPFA
 prior with D = 64 and 20% of entries held out (masks exercised); Gibbs
 variants use 3 burn-in sweeps and 3 samples; mean-field/Titsias rows sweep
-until their θ moves by < 10⁻³ on average, at most 20 sweeps (the SVI defaults).  The local steps use the compiled sweeps of
-``models.bpfa_kernels`` when numba imports (the default of ``models.bpfa_locals``).
+until their θ moves by < 10⁻³ on average, at most 20 sweeps (the SVI
+defaults).  The local steps use the compiled sweeps of ``models.bpfa_kernels``
+when numba imports (the default of ``models.bpfa_locals``).
 """
 import numpy as np
 
@@ -18,6 +19,11 @@ from svibench.registry import get_registry
 VARIANTS = ["mf-svi", "mf-ssvi", "titsias-ssvi", "mimno-svi", "gibbs-ssvi"]
 
 
+def _model() -> BPFA:
+    """K = 250 on 2,000 rows from the prior (D = 64, 80 true features, 20% of entries held out)."""
+    return BPFA(bpfa_synthetic(n=2000, dim=64, features=80, heldout=0.2, seed=0), features=250)
+
+
 class BPFAIteration:
     """Time of one SVI step (minibatch of 250, K = 250, D = 64)."""
 
@@ -26,8 +32,7 @@ class BPFAIteration:
     timeout = 120
 
     def setup(self, variant):
-        data = bpfa_synthetic(n=2000, dim=64, features=80, heldout=0.2, seed=0)
-        self.model = BPFA(data, features=250)
+        self.model = _model()
         self.alg = get_registry(()).algorithm(variant).build({"batch_size": 250, "t0": 0.0})
         self.alg.init(self.model, np.random.default_rng(0))
         for _ in range(3):  # past the first, atypical steps
@@ -47,7 +52,7 @@ class BPFALocalCoordinateAscent:
     timeout = 120
 
     def setup(self, local):
-        model = BPFA(bpfa_synthetic(n=2000, dim=64, features=80, heldout=0.2, seed=0), features=250)
+        model = _model()
         alg = get_registry(()).algorithm("mf-ssvi").build({"batch_size": 250, "t0": 0.0})
         rng = np.random.default_rng(0)
         alg.init(model, rng)
@@ -69,7 +74,7 @@ class BPFAGibbsSweep:
     timeout = 120
 
     def setup(self):
-        self.model = BPFA(bpfa_synthetic(n=2000, dim=64, features=80, heldout=0.2, seed=0), features=250)
+        self.model = _model()
         self.alg = GibbsSampler()
         self.alg.init(self.model, np.random.default_rng(0))
 
