@@ -202,11 +202,17 @@ def test_a_changed_study_is_refused_with_what_changed_unless_forced(tmp_path):
     assert sorted(ds.seed.values) == [0, 1, 7] and ds.attrs["stale_runs"] == 1
 
 
-def test_an_unreachable_scheduler_is_a_clear_error_within_seconds(tmp_path):
+def _gmm_study_file(tmp_path):
+    """STUDY_TOML with the built-in mixture and VMP in place of the test plugin's model and algorithm."""
     study = tmp_path / "s.toml"
     study.write_text(textwrap.dedent(STUDY_TOML.format(work=0.0)).replace("test-slow-eval", "gmm").replace(
         "test-points", "gmm-synthetic").replace("model_params = { sleep = 0.0 }", "").replace("test-sleeper", "vmp").replace(
         "params = { work = 0.0 }", ""))
+    return study
+
+
+def test_an_unreachable_scheduler_is_a_clear_error_within_seconds(tmp_path):
+    study = _gmm_study_file(tmp_path)
     started = time.monotonic()
     proc = cli("run", str(study), "--executor", "dask", "--address", "tcp://127.0.0.1:9", "-o", str(tmp_path / "o"))
     _, err = proc.communicate(timeout=60)
@@ -282,10 +288,7 @@ def test_a_sweep_on_a_running_scheduler_records_the_cluster_size(tmp_path):
     """With --address the parallelism is the cluster's (2 single-threaded workers), whatever --workers says."""
     from distributed import LocalCluster
 
-    study = tmp_path / "s.toml"
-    study.write_text(textwrap.dedent(STUDY_TOML.format(work=0.0)).replace("test-slow-eval", "gmm").replace(
-        "test-points", "gmm-synthetic").replace("model_params = { sleep = 0.0 }", "").replace("test-sleeper", "vmp").replace(
-        "params = { work = 0.0 }", ""))
+    study = _gmm_study_file(tmp_path)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         proc = cli("run", str(study), "--executor", "dask", "--address", cluster.scheduler_address, "--workers", "5",
                    "-o", str(tmp_path / "o"), "--no-report")
