@@ -279,11 +279,19 @@ def execute_on_dask(spec: RunSpec) -> xr.Dataset:
         return execute(spec)
 
 
-def _connect(address: str, connect_timeout: float):
-    from distributed import Client
-
+def _distributed():
+    """The ``distributed`` package, or a clear error saying how to install it."""
     try:
-        return Client(address, timeout=f"{connect_timeout}s")
+        import distributed
+    except ImportError:
+        raise ExecutorError("the dask executor needs dask.distributed: pip install 'svibench[dask]'") from None
+    return distributed
+
+
+def _connect(address: str, connect_timeout: float):
+    client_cls = _distributed().Client
+    try:
+        return client_cls(address, timeout=f"{connect_timeout}s")
     except (OSError, TimeoutError) as exc:
         raise ExecutorError(f"cannot reach a Dask scheduler at {address} within {connect_timeout:g} s ({exc}); "
                             "start one with `dask scheduler` or run without --address for a local cluster") from None
@@ -295,10 +303,6 @@ def dask_slots(address: str, connect_timeout: float = 5.0) -> int:
     Raises :class:`ExecutorError` if the scheduler cannot be reached, so a sweep
     fails before any work when the address is wrong.
     """
-    try:
-        import distributed  # noqa: F401
-    except ImportError:
-        raise ExecutorError("the dask executor needs dask.distributed: pip install 'svibench[dask]'") from None
     with _connect(address, connect_timeout) as client:
         return sum(w["nthreads"] for w in client.scheduler_info()["workers"].values())
 
@@ -323,24 +327,22 @@ def run_dask(
         Dask retries of a task whose worker was lost; after that the run is
         recorded ``failed`` with the reason.
     """
-    try:
-        from distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise ExecutorError("the dask executor needs dask.distributed: pip install 'svibench[dask]'") from None
+    distributed = _distributed()
     cluster = None
     if address:
         client = _connect(address, connect_timeout)
     else:
         with pinned_threads(1):
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
-        client = Client(cluster)
+            cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                               dashboard_address=None)
+        client = distributed.Client(cluster)
     token = uuid.uuid4().hex[:8]
     try:
         futures = {
             client.submit(execute_on_dask, spec, key=f"svibench-run-{spec.run_id}-{token}", pure=False, retries=retries): spec
             for spec in specs
         }
-        for future in as_completed(futures):
+        for future in distributed.as_completed(futures):
             spec = futures[future]
             try:
                 yield future.result()
