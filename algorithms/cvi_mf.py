@@ -12,11 +12,19 @@ and q moves towards it by a convex combination with a constant step β
 
 Constraint safeguard (§7): a stochastic λ̃ may lie outside the natural
 parameter space (e.g. a negative Gamma rate), and so may the combination.
-The step is then shrunk, β ← 0.8β, until every updated factor is valid (the
-valid set is convex and contains λᵢ, so this terminates); the number of
-shrinks is kept in ``shrinks_`` and the iteration's step in ``last_rho_``.
-The shrink is shared by the nodes updated together, like the authors' code,
-and is not carried over to the next iteration.
+The step is then shrunk, β ← 0.8β, until the updated factors are valid (the
+valid set is convex and contains λᵢ, so this terminates).  The paper only
+says the step is shrunk "such that the steps are just within the
+constraints"; two readings are offered (``shrink_scope``):
+
+* ``"all"`` — one β shared by every node updated together, as in the
+  authors' gamma-factor code: the worst node's draw sets everyone's step;
+* ``"node"`` — each node i shrinks its own βᵢ (Algorithm 2 updates every
+  node by its own eq. 85, so a node-wise step is still Algorithm 2).
+
+The shrink is not carried over to the next iteration.  ``shrinks_`` counts
+the shrinks (the largest per node, for ``"node"``) and ``last_rho_`` is the
+iteration's step (the mean over nodes, for ``"node"``).
 
 With exact gradients and β = 1 this is NC-VMP (App. G.1); with no
 non-conjugate factors it is VMP (parallel or sequential).
@@ -33,19 +41,30 @@ from svibench.capabilities.mean_field import MeanFieldNonConjugate, is_valid
 __all__ = ["CVIMF", "safe_convex_step"]
 
 SWEEPS = ("parallel", "sequential")
+SHRINK_SCOPES = ("all", "node")
 
 
-def safe_convex_step(lam: dict, lam_tilde: dict, rho: float, shrink: float, max_shrinks: int) -> tuple[dict, float, int]:
-    """(1 − ρ')λ + ρ'λ̃ for every block, with ρ' = ρ·shrinkᵐ and m the least making all blocks valid.
+def safe_convex_step(lam: dict, lam_tilde: dict, rho: float, shrink: float, max_shrinks: int,
+                     scope: str = "all") -> tuple[dict, float, int]:
+    """(1 − ρ')λ + ρ'λ̃ for every block, ρ' = ρ·shrinkᵐ with m the least making the update valid.
 
-    Returns the new blocks, ρ' and m.  Raises :class:`Diverged` if λ itself is
-    invalid or no ρ' ≥ ρ·shrink^max_shrinks is valid.
+    With ``scope="all"`` one m serves every node of every block; with
+    ``scope="node"`` each node has its own m (the families must offer
+    ``in_domain``).  Returns the new blocks, the (mean) step ρ' and the
+    (largest) m.  Raises :class:`Diverged` if λ itself is invalid or no step
+    ≥ ρ·shrink^max_shrinks is valid.
     """
+    steps = {name: np.full(block.batch_shape, rho) if scope == "node" else np.asarray(rho) for name, block in lam_tilde.items()}
     for m in range(max_shrinks + 1):
-        step = rho * shrink**m
-        new = {name: (1.0 - step) * lam[name] + step * lam_tilde[name] for name in lam_tilde}
-        if all(is_valid(block) for block in new.values()):
-            return new, step, m
+        new = {name: (1.0 - steps[name]) * lam[name] + steps[name] * lam_tilde[name] for name in lam_tilde}
+        if scope == "node":
+            bad = {name: ~block.in_domain() for name, block in new.items()}
+        else:
+            invalid = not all(is_valid(block) for block in new.values())
+            bad = dict.fromkeys(new, np.asarray(invalid))
+        if not any(b.any() for b in bad.values()):
+            return new, float(np.mean(np.concatenate([np.ravel(x) for x in steps.values()]))), m
+        steps = {name: np.where(bad[name], steps[name] * shrink, steps[name]) for name in steps}
     raise Diverged(f"CVI-MF: no valid step after {max_shrinks} shrinks of rho = {rho} (blocks {sorted(lam_tilde)})")
 
 
@@ -64,6 +83,9 @@ class CVIMF(Algorithm):
         block after block, each seeing the others' newest q.
     shrink : float
         Factor applied to β while the update is invalid (§7; 0.8 as the authors).
+    shrink_scope : {"all", "node"}
+        Shrink one β shared by all nodes updated together (the authors'
+        code) or each node's own β (see the module docstring).
     max_shrinks : int
         Give up (diverged) after this many shrinks in one update.
 
@@ -77,11 +99,12 @@ class CVIMF(Algorithm):
     requires = (MeanFieldNonConjugate,)
 
     def __init__(self, *, rho: float = 0.02, n_samples: int = 10, sweep: str = "parallel",
-                 shrink: float = 0.8, max_shrinks: int = 200) -> None:
+                 shrink: float = 0.8, shrink_scope: str = "all", max_shrinks: int = 200) -> None:
         self.rho = rho
         self.n_samples = n_samples
         self.sweep = sweep
         self.shrink = shrink
+        self.shrink_scope = shrink_scope
         self.max_shrinks = max_shrinks
 
     def check_params(self) -> None:
@@ -93,6 +116,8 @@ class CVIMF(Algorithm):
             raise ValueError(f"sweep must be one of {', '.join(SWEEPS)}, got {self.sweep!r}")
         if not 0.0 < self.shrink < 1.0:
             raise ValueError(f"shrink must be in (0, 1), got {self.shrink}")
+        if self.shrink_scope not in SHRINK_SCOPES:
+            raise ValueError(f"shrink_scope must be one of {', '.join(SHRINK_SCOPES)}, got {self.shrink_scope!r}")
         if self.max_shrinks < 0:
             raise ValueError(f"max_shrinks must be ≥ 0, got {self.max_shrinks}")
 
@@ -108,7 +133,8 @@ class CVIMF(Algorithm):
         model, lam = self.model_, self.lam_
         grads = model.nonconjugate_gradient(lam, blocks, self.rng_, self.n_samples)
         lam_tilde = {name: model.conjugate_messages(lam, name) + grads[name] for name in blocks}
-        new, self.last_rho_, m = safe_convex_step(lam, lam_tilde, self.rho, self.shrink, self.max_shrinks)
+        new, self.last_rho_, m = safe_convex_step(lam, lam_tilde, self.rho, self.shrink, self.max_shrinks,
+                                                   self.shrink_scope)
         self.shrinks_ += m
         self.lam_ = {**lam, **new}
 

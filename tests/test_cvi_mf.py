@@ -139,6 +139,33 @@ def test_a_step_that_would_make_a_rate_negative_is_shrunk_to_a_valid_one():
     assert np.all(shape > 0) and np.all(rate > 0)
 
 
+def test_the_node_scope_shrinks_only_the_nodes_that_need_it():
+    lam = {"z": GammaNatural.from_shape_rate(np.array([2.0, 3.0, 1.0]), np.array([1.0, 1.0, 2.0]))}
+    # Node 0: target rate −9 needs ρ' < 1/10; node 1: target rate 0.5 is valid; node 2: target shape −4
+    # (η₁ = −5) needs (1 − ρ')·0 + ρ'·(−5) > −1, i.e. ρ' < 1/5.
+    target = {"z": GammaNatural(np.array([1.0, 1.0, -5.0]), np.array([9.0, -0.5, -1.0]))}
+    new, step, m = safe_convex_step(lam, target, rho=0.5, shrink=0.8, max_shrinks=100, scope="node")
+    assert np.all(new["z"].in_domain())
+    least = [int(np.ceil(np.log(bound / 0.5) / np.log(0.8))) for bound in (0.1, 0.2)]  # least m with 0.5·0.8^m < bound
+    steps = np.array([0.5 * 0.8 ** least[0], 0.5, 0.5 * 0.8 ** least[1]])
+    expected = (1 - steps) * lam["z"] + steps * target["z"]
+    np.testing.assert_allclose(new["z"].eta1, expected.eta1, rtol=1e-12)
+    np.testing.assert_allclose(new["z"].eta2, expected.eta2, rtol=1e-12)
+    assert m == max(least) and step == pytest.approx(steps.mean())
+    # One step larger (÷0.8) would leave the domain for each shrunk node.
+    wider = (1 - steps / 0.8) * lam["z"] + (steps / 0.8) * target["z"]
+    assert not wider.in_domain()[0] and not wider.in_domain()[2]
+
+
+def test_both_shrink_scopes_agree_when_no_shrink_is_needed():
+    lam = {"z": GammaNatural.from_shape_rate(np.array([2.0, 3.0]), np.array([1.0, 1.0]))}
+    target = {"z": GammaNatural.from_shape_rate(np.array([4.0, 1.0]), np.array([2.0, 0.5]))}
+    per_node = safe_convex_step(lam, target, rho=0.5, shrink=0.8, max_shrinks=100, scope="node")
+    shared = safe_convex_step(lam, target, rho=0.5, shrink=0.8, max_shrinks=100)
+    np.testing.assert_array_equal(per_node[0]["z"].eta2, shared[0]["z"].eta2)
+    assert per_node[1:] == shared[1:] == (0.5, 0)
+
+
 def test_a_step_that_would_make_a_shape_negative_is_shrunk_and_counted():
     class BadGradient(PoissonGammaToy):
         def nonconjugate_gradient(self, lam, blocks, rng, n_samples):
@@ -160,6 +187,7 @@ def test_no_valid_step_is_reported_as_divergence():
 
 
 def test_hyperparameters_are_validated():
-    for bad in (dict(rho=0.0), dict(rho=1.5), dict(n_samples=0), dict(sweep="random"), dict(shrink=1.0)):
+    for bad in (dict(rho=0.0), dict(rho=1.5), dict(n_samples=0), dict(sweep="random"), dict(shrink=1.0),
+                dict(shrink_scope="block")):
         with pytest.raises(ValueError):
             CVIMF(**bad).check_params()

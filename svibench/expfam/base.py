@@ -196,6 +196,14 @@ class NaturalParametrization(Parametrization):
     def _check_domain(self) -> None:
         """Raise ``ValueError`` if ``η`` is outside the natural parameter space."""
 
+    def in_domain(self) -> np.ndarray:
+        """Element-wise membership of the natural parameter space, a boolean array of ``batch_shape``.
+
+        Needed only where a batch is updated element by element (CVI-MF's
+        per-node step shrink); families that offer it override this.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not offer an element-wise domain check")
+
     @abstractmethod
     def log_partition(self) -> np.ndarray:
         """Log-partition ``A(η)``, one value per batch element."""

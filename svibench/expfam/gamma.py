@@ -76,6 +76,9 @@ class GammaNatural(NaturalParametrization):
         _require(self.eta1 > -1, "GammaNatural: eta1 = shape - 1 must exceed -1")
         _require(self.eta2 < 0, "GammaNatural: eta2 = -rate must be negative")
 
+    def in_domain(self) -> np.ndarray:
+        return np.isfinite(self.eta1) & np.isfinite(self.eta2) & (self.eta1 > -1) & (self.eta2 < 0)
+
     def log_partition(self) -> np.ndarray:
         a, b = self.shape_rate()
         return gammaln(a) - a * np.log(b)
