@@ -1,8 +1,6 @@
 """Poisson-gamma matrix factorisation (Khan & Lin 2017, App. K) and CVI-MF on it."""
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from scipy.special import gammaln
@@ -86,29 +84,29 @@ def test_mean_gradient_of_the_poisson_term_matches_its_closed_form_for_one_facto
     np.testing.assert_allclose(grad.eta2[:, 0], 0.0, atol=0.05 * max(1.0, model.X.sum()))
 
 
-def _seconds_to_target(alg, model, target: float, max_iter: int) -> float:
+def _iterations_to_target(alg, model, target: float, max_iter: int) -> float:
+    """First multiple of 5 iterations at which the held-out log-likelihood reaches ``target`` (inf if never)."""
     ev = np.random.default_rng(5)
     alg.init(model, np.random.default_rng(0))
-    spent = 0.0
     for it in range(1, max_iter + 1):
-        start = time.process_time()
         alg.step()
-        spent += time.process_time() - start
         if it % 5 == 0 and model.evaluate(alg.posterior(), ev)["heldout_loglik"] >= target:
-            return spent
+            return it
     return np.inf
 
 
 def test_cvi_mf_improves_held_out_fit_and_reaches_a_target_sooner_than_bbvi_reparam(small):
+    # Iterations, not seconds (speed is asv's job): both draw the same 10 reparameterised samples of q
+    # and compute the same per-draw gradients each iteration, so an iteration costs both the same.
     ev = np.random.default_rng(5)
     start = small.evaluate(small.mf_init(np.random.default_rng(0)), ev)
     cvi = CVIMF(rho=0.02, n_samples=10)
-    t_cvi = _seconds_to_target(cvi, small, target=-2.0, max_iter=200)
+    n_cvi = _iterations_to_target(cvi, small, target=-2.0, max_iter=200)
     end = small.evaluate(cvi.posterior(), ev)
     assert end["heldout_loglik"] > start["heldout_loglik"] + 0.3 and end["recon_loss"] < start["recon_loss"]
-    t_adam = _seconds_to_target(BBVI(estimator="reparam", optimizer="adam", learning_rate=0.2, n_samples=10),
-                                small, target=-2.0, max_iter=600)
-    assert t_cvi < t_adam / 1.5, (t_cvi, t_adam)
+    n_adam = _iterations_to_target(BBVI(estimator="reparam", optimizer="adam", learning_rate=0.2, n_samples=10),
+                                   small, target=-2.0, max_iter=600)
+    assert n_cvi < n_adam / 1.5, (n_cvi, n_adam)
 
 
 def test_mnist_is_reported_unavailable_with_the_stand_ins():
