@@ -171,8 +171,10 @@ class FeatureSweep:
         self.M = M
         self.full = bool(M.all())
         g, phi = view.gamma_obs, view.phi
-        self.A = g * (M @ view.phi2.T)
-        self.Q = g * (M @ (phi**2).T)
+        phi_sq = phi**2
+        self.Q = g * (M @ phi_sq.T)
+        # At a sampled view E[φ²] = φ², so A = Q: one (B, D) x (D, K) product instead of two.
+        self.A = self.Q if np.array_equal(view.phi2, phi_sq) else g * (M @ view.phi2.T)
         self.X = np.array(X0, dtype=float)
         self.R = Y - self.X @ phi if self.X.any() else np.array(Y, dtype=float)
         if not self.full:
