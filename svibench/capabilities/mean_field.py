@@ -143,6 +143,11 @@ def gamma_draws(shape: np.ndarray, rate: np.ndarray, u: np.ndarray) -> GammaDraw
     below 10⁻⁸ for the shapes met here.  This is the exact reparameterisation
     gradient (the quantity Knowles 2015 approximates), up to that difference.
 
+    Draws are floored at the smallest normal float (``tiny``), after the division
+    by β: at shapes α ≲ 0.01 the inverse CDF underflows, and a subnormal or zero
+    z would make a model's prior gradient (a − 1)/z overflow although its
+    product with dz/dα, (a − 1) d log z/dα, is finite.
+
     Parameters
     ----------
     shape, rate : ndarray
@@ -151,7 +156,8 @@ def gamma_draws(shape: np.ndarray, rate: np.ndarray, u: np.ndarray) -> GammaDraw
         Uniform(0, 1) draws, shape (S,) + batch.
     """
     alpha = np.broadcast_to(shape, u.shape)
-    ztilde = np.maximum(gammaincinv(alpha, u), np.finfo(float).tiny)
+    tiny = np.finfo(float).tiny
+    ztilde = np.maximum(gammaincinv(alpha, u), tiny)
     h = 1e-5 * np.minimum(alpha, np.sqrt(alpha))
     upper = u > 0.5
     dP = np.where(
@@ -161,7 +167,7 @@ def gamma_draws(shape: np.ndarray, rate: np.ndarray, u: np.ndarray) -> GammaDraw
     ) / (2.0 * h)
     log_pdf = (alpha - 1.0) * np.log(ztilde) - ztilde - gammaln(alpha)
     dztilde = -dP * np.exp(-log_pdf)
-    z = ztilde / rate
+    z = np.maximum(ztilde / rate, tiny)
     return GammaDraws(z, dztilde / rate, -z / rate)
 
 
