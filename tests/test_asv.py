@@ -84,5 +84,5 @@ def test_every_built_in_algorithm_module_ships_in_the_wheel():
 
 @pytest.mark.slow
 def test_asv_check_passes():
-    out = subprocess.run(["asv", "check", "--python=same"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-m", "asv", "check", "--python=same"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr

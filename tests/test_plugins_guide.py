@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import shlex
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +43,12 @@ def test_guide_has_the_worked_example_steps():
 def test_following_the_guide_gives_a_checked_plugin_compared_in_a_study(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(tmp_path / "venv")], check=True)
     python = str(tmp_path / "venv" / "bin" / "python")
+    # --system-site-packages exposes the base interpreter's packages, not those of the venv
+    # running this test (svibench, numpy, ...): add that environment's site directories.
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    Path(purelib, "_test_parent_env.pth").write_text(
+        "".join(f"import site; site.addsitedir({d!r})\n" for d in site.getsitepackages()))
     # Offline and fast: build with the installed setuptools when it can make wheels.
     isolation = ["--no-build-isolation"] if importlib.util.find_spec("wheel") else []
 
