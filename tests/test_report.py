@@ -333,3 +333,27 @@ def test_paper_numbers_pool_the_grid_problems_of_a_paper_problem():
     record = table.data.iloc[0]
     assert record["mean"] == pytest.approx(0.5) and record["min"] == 0.4 and record["max"] == 0.6
     assert "range 0.4 to 0.6" in table.rows[0][4]
+
+
+def _curves(**finals: tuple[float, float]) -> "pd.DataFrame":
+    """Per label: a curve from `start` decaying to `end` over x in [1, 100] (two seeds)."""
+    import pandas as pd
+
+    x = np.geomspace(1, 100, 30)
+    frames = [pd.DataFrame({"label": label, "seed": seed, "x": x,
+                            "value": end + (start - end) * np.exp(-5 * (x - 1)) + 0.01 * seed})
+              for label, (start, end) in finals.items() for seed in (0, 1)]
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_figure_limits_clip_a_transient_and_a_diverging_label_but_not_ordinary_curves():
+    from svibench.report.figures import _ylim
+
+    assert _ylim(_curves(a=(2.0, 1.0), b=(2.5, 1.5))) is None
+    lo, hi = _ylim(_curves(a=(1e4, 1.0), b=(1e4, 1.5)))  # a huge first value: clipped
+    assert lo < 1.0 and 1.5 < hi < 10
+    blown = _curves(a=(2.0, 1.0), b=(2.5, 1.5), c=(2.0, 1.2))
+    late = (blown["label"] == "c") & (blown["x"] > 50)
+    blown.loc[late, "value"] = 1e3 * blown.loc[late, "x"]  # c diverges late: it leaves the axes
+    lo, hi = _ylim(blown)
+    assert lo < 1.0 and 1.5 < hi < 10
