@@ -145,8 +145,9 @@ def gamma_draws(shape: np.ndarray, rate: np.ndarray, u: np.ndarray) -> GammaDraw
     difference of ``scipy.special.gammainc`` (of ``gammaincc`` where
     u > ``UPPER_TAIL``: there P ≈ 1 and only Q = 1 − P keeps its relative
     accuracy; gammaincc is ~4× slower, so it is used only there), with step
-    10⁻⁵·min(α, √α): relative error below 10⁻⁸ for the shapes met here.  This is the exact reparameterisation
-    gradient (the quantity Knowles 2015 approximates), up to that difference.
+    10⁻⁵·min(α, √α): relative error below 10⁻⁸ for the shapes met here.
+    This is the exact reparameterisation gradient (the quantity Knowles 2015
+    approximates), up to that difference.
 
     Draws are floored at the smallest normal float (``tiny``), after the division
     by β: at shapes α ≲ 0.01 the inverse CDF underflows, and a subnormal or zero
