@@ -5,7 +5,8 @@ caller (the sweep) writes them, so workers never touch the results folder.
     Supervised worker processes on this machine.  The parent watches every
     worker: a worker that dies mid-run (killed, out of memory) makes that run
     retried, then recorded ``failed`` with the reason; a run that overruns its
-    time limit by a grace period is killed and recorded ``timeout``; an
+    time limit by a grace period is killed and recorded ``timeout``; a worker
+    whose parent is killed outright ends itself within a second; an
     optional address-space limit per worker turns runaway memory into a
     ``MemoryError`` inside the run.  With ``workers == 1`` runs execute in this
     process (no isolation, no overhead).
@@ -74,9 +75,30 @@ def lost_run(spec: RunSpec, reason: str) -> xr.Dataset:
 
 # -- local ---------------------------------------------------------------------------------
 
-def _worker_main(conn: Connection, memory_limit: int | None) -> None:
-    """Worker loop: receive a RunSpec, send back its Dataset; None ends the loop."""
+#: Seconds between a worker's checks that its parent is still alive.
+PARENT_POLL = 1.0
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """End this worker process once its parent is gone.
+
+    A parent killed outright (SIGKILL, OOM killer) cannot shut its workers
+    down; without this they would finish their runs for nobody, competing for
+    the cores with the next sweep and skewing its timings.
+    """
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_POLL)
+    os._exit(1)
+
+
+def _worker_main(conn: Connection, memory_limit: int | None, parent_pid: int) -> None:
+    """Worker loop: receive a RunSpec, send back its Dataset; None ends the loop.
+
+    ``parent_pid`` comes from the parent: a worker still importing when its parent
+    is killed would otherwise take its new parent (init) for the real one.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and shuts us down
+    threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True).start()
     if memory_limit:
         import resource
 
@@ -130,7 +152,7 @@ def run_local(
     def start() -> _Slot:
         parent, child = context.Pipe()
         with pinned_threads(1):
-            process = context.Process(target=_worker_main, args=(child, memory_limit), daemon=True)
+            process = context.Process(target=_worker_main, args=(child, memory_limit, os.getpid()), daemon=True)
             process.start()
         child.close()
         return _Slot(process, parent)

@@ -163,6 +163,46 @@ def test_interrupt_then_resume_runs_only_the_missing_runs_and_matches_an_uninter
     assert_same_trajectories(open_results(out), open_results(fresh))
 
 
+def _spawned_workers(pid: int) -> list[int]:
+    """Live multiprocessing workers (not its resource tracker) whose parent is ``pid``, from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            spawned = b"spawn_main" in (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z" and spawned:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+def test_workers_of_a_killed_sweep_end_instead_of_finishing_their_runs(tmp_path, faulty_plugin):
+    study = tmp_path / "study.toml"
+    study.write_text(STUDY_TOML.format(work=0.2).replace("iterations = 12", "iterations = 300"))  # 60 s per run
+    proc = cli("run", str(study), "--plugin", faulty_plugin, "-o", str(tmp_path / "out"), "--workers", "2",
+               "--no-report", "-q")
+    deadline = time.monotonic() + 60
+    while len(workers := _spawned_workers(proc.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(workers) == 2, proc.stderr.read() if proc.poll() is not None else "workers did not start"
+    time.sleep(1.0)  # into their first runs
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(_alive, workers)), "a worker outlived its killed parent"
+
+
 def test_a_truncated_run_file_is_detected_and_run_again_on_resume(tmp_path):
     study = parse_study(GMM_STUDY | {"algorithm": [{"name": "vmp"}]})
     folder = tmp_path / "out"
