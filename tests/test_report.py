@@ -9,6 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from svibench.cli import main
@@ -335,10 +336,8 @@ def test_paper_numbers_pool_the_grid_problems_of_a_paper_problem():
     assert "range 0.4 to 0.6" in table.rows[0][4]
 
 
-def _curves(**finals: tuple[float, float]) -> "pd.DataFrame":
+def _curves(**finals: tuple[float, float]) -> pd.DataFrame:
     """Per label: a curve from `start` decaying to `end` over x in [1, 100] (two seeds)."""
-    import pandas as pd
-
     x = np.geomspace(1, 100, 30)
     frames = [pd.DataFrame({"label": label, "seed": seed, "x": x,
                             "value": end + (start - end) * np.exp(-5 * (x - 1)) + 0.01 * seed})

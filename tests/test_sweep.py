@@ -163,25 +163,32 @@ def test_interrupt_then_resume_runs_only_the_missing_runs_and_matches_an_uninter
     assert_same_trajectories(open_results(out), open_results(fresh))
 
 
-def _spawned_workers(pid: int) -> list[int]:
-    """Live multiprocessing workers (not its resource tracker) whose parent is ``pid``, from /proc."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            spawned = b"spawn_main" in (stat.parent / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z" and spawned:
-            found.append(int(stat.parent.name))
-    return found
+def _state_and_parent(pid: int) -> tuple[str, int] | None:
+    """(state letter, parent pid) of a process from /proc, or None if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return fields[0], int(fields[1])
 
 
 def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    info = _state_and_parent(pid)
+    return info is not None and info[0] != "Z"
+
+
+def _spawned_workers(pid: int) -> list[int]:
+    """Live multiprocessing workers (not its resource tracker) whose parent is ``pid``."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        child = int(entry.name)
+        try:
+            spawned = b"spawn_main" in (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if spawned and _alive(child) and _state_and_parent(child)[1] == pid:
+            found.append(child)
+    return found
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
