@@ -14,7 +14,14 @@ changing the maths:
   numba's default threading layer must not be entered from two threads at once
   (as in a multi-threaded Dask worker);
 * the coordinate-ascent kernel keeps the reference's stopping rule, which is
-  per row (a row stops when its θ_i· moved by less than ``tol`` on average);
+  per row (a row stops when its θ_i· moved by less than ``tol`` on average),
+  and interleaves ``LANES`` rows feature by feature.  Within a row each step
+  waits for the previous one (its dot product feeds the next feature's field,
+  through a division and an exp), so one row at a time leaves the core idle on
+  that chain; steps of different rows are independent and the CPU overlaps them
+  (asv local step 8.3 → 6.4 ms, MF at B = K = 250).  A row that stops hands its
+  lane to the next row at the end of the sweep.  Each row's arithmetic and its
+  order are unchanged, so the result is the same to the bit;
 * the Gibbs kernel takes its uniforms ``U`` and normals ``N`` pre-drawn by the
   caller's ``numpy.random.Generator`` (shape (sweeps, B, K)), the same draws
   the reference consumes, so a seed fixes the trajectory on both paths.
@@ -39,6 +46,8 @@ except ImportError:  # pragma: no cover - exercised only without numba
 __all__ = ["AVAILABLE", "factor_sweeps", "gibbs_sweeps"]
 
 AVAILABLE = numba is not None
+#: Rows interleaved by the coordinate-ascent kernel (6–8 were fastest at B = K = 250, D = 64).
+LANES = 8
 
 if AVAILABLE:
     _jit = numba.njit(cache=True, fastmath={"reassoc", "contract"})
@@ -64,7 +73,7 @@ if AVAILABLE:
     @_jit
     def factor_sweeps(titsias, R, X, M, phi, A, Q, half_log, gamma_obs, gamma_w, logit_pi,
                       theta, mean_w, var_w, max_sweeps, tol):
-        """Coordinate-ascent sweeps of the mean-field (eq. 9) or Titsias (eq. 11) local q, row by row.
+        """Coordinate-ascent sweeps of the mean-field (eq. 9) or Titsias (eq. 11) local q, each row on its own (rows interleaved, see the module docstring).
 
         Parameters
         ----------
@@ -91,12 +100,21 @@ if AVAILABLE:
         """
         B, K = X.shape
         sweeps = np.empty(B, dtype=np.int64)
-        for i in range(B):
-            dot = _dot(R, phi, i, 0)  # r_i · φ_k of the feature about to be updated
-            for sweep in range(max_sweeps):
-                moved = 0.0
-                for k in range(K):
-                    b = gamma_obs * dot + X[i, k] * Q[i, k]
+        row = np.full(LANES, -1, dtype=np.int64)  # the row in each lane (−1: idle)
+        done = np.zeros(LANES, dtype=np.int64)    # sweeps the lane's row has done
+        moved = np.zeros(LANES)                   # Σ_k |Δθ_ik| in the current sweep
+        dot = np.zeros(LANES)                     # r_i · φ_k of the feature about to be updated
+        nxt = 0
+        for lane in range(min(LANES, B)):
+            row[lane], dot[lane], nxt = nxt, _dot(R, phi, nxt, 0), nxt + 1
+        while (row >= 0).any():
+            for k in range(K):
+                k_next = k + 1 if k + 1 < K else 0
+                for lane in range(LANES):
+                    i = row[lane]
+                    if i < 0:
+                        continue
+                    b = gamma_obs * dot[lane] + X[i, k] * Q[i, k]
                     a = A[i, k]
                     if titsias:
                         kappa = a + gamma_w
@@ -107,14 +125,23 @@ if AVAILABLE:
                         m = theta[i, k] * b / kappa
                         log_odds = logit_pi[k] + m * b - 0.5 * (m * m + 1.0 / kappa) * a
                     th = 1.0 / (1.0 + math.exp(-log_odds))
-                    moved += abs(th - theta[i, k])
+                    moved[lane] += abs(th - theta[i, k])
                     mean_w[i, k] = m
                     var_w[i, k] = 1.0 / kappa
                     theta[i, k] = th
-                    dot = _set_and_dot(R, X, M, phi, i, k, th * m, (k + 1) % K)
-                sweeps[i] = sweep + 1
-                if moved < tol * K:
-                    break
+                    dot[lane] = _set_and_dot(R, X, M, phi, i, k, th * m, k_next)
+            for lane in range(LANES):
+                i = row[lane]
+                if i < 0:
+                    continue
+                done[lane] += 1
+                if moved[lane] < tol * K or done[lane] == max_sweeps:
+                    sweeps[i], done[lane] = done[lane], 0
+                    if nxt < B:
+                        row[lane], dot[lane], nxt = nxt, _dot(R, phi, nxt, 0), nxt + 1
+                    else:
+                        row[lane] = -1
+                moved[lane] = 0.0
         return sweeps
 
     @_jit

@@ -27,9 +27,12 @@ def _problem(seed, B=37, K=12, D=9, full=False):
 @pytest.mark.parametrize("full", [False, True])
 @pytest.mark.parametrize("approx", [mean_field, titsias])
 @pytest.mark.parametrize("max_sweeps", [1, 3, 200])
-def test_coordinate_ascent_kernel_equals_reference(approx, full, max_sweeps):
-    """Same q after 1, 3 or (converged) many sweeps; both stop at the same sweep."""
-    view, Y, M = _problem(0, full=full)
+@pytest.mark.parametrize("B", [3, 37])
+def test_coordinate_ascent_kernel_equals_reference(approx, full, max_sweeps, B):
+    """Same q after 1, 3 or (converged) many sweeps; both stop at the same sweep.  B = 3 leaves
+    kernel lanes idle from the start; at B = 37 rows that stop hand their lanes to the next."""
+    assert 3 < bpfa_kernels.LANES < 37
+    view, Y, M = _problem(0, B=B, full=full)
     plain = approx(view, Y, M, max_sweeps, kernel=False)
     fast = approx(view, Y, M, max_sweeps, kernel=True)
     for name in ("theta", "mean_w", "var_w"):
