@@ -34,22 +34,16 @@ def global_statistics(mom: LocalMoments, view: GlobalMoments, Y: np.ndarray, M: 
     """
     S, B, K = mom.X.shape
     g, phi = view.gamma_obs, view.phi
-    lin = np.zeros_like(phi)
-    quad = np.zeros_like(phi)
-    resid2 = 0.0
-    MT = M.T
-    for s in range(S):
-        X, X2 = mom.X[s], mom.X2[s]
-        R = M * (Y - X @ phi)
-        XX_M = (MT @ (X * X)).T   # Σᵢ m_id E[x_ik]²  (K, D)
-        X2_M = (MT @ X2).T        # Σᵢ m_id E[x_ik²]  (K, D)
-        lin += g * (X.T @ R + phi * XX_M)
-        quad += X2_M
-        resid2 += float((R * R).sum() + (X2_M * view.phi2).sum() - (XX_M * phi**2).sum())
+    X = mom.X.reshape(S * B, K)                  # the S draws stacked: one product each, not S
+    R = (M * (Y - mom.X @ phi)).reshape(S * B, -1)
+    XX_M = (M.T @ (mom.X * mom.X).sum(0)).T      # Σ_s Σᵢ m_id E[x_ik]²  (K, D)
+    X2_M = (M.T @ mom.X2.sum(0)).T               # Σ_s Σᵢ m_id E[x_ik²]  (K, D)
+    lin = g * (X.T @ R + phi * XX_M)
+    resid2 = float((R * R).sum() + (X2_M * view.phi2).sum() - (XX_M * phi**2).sum())
     z = mom.Z.sum(axis=(0, 1)) / S
     return {
         "pi": BetaNatural(z, B - z),
-        "phi": GaussianDiagNatural(lin / S, -0.5 * g * quad / S),
+        "phi": GaussianDiagNatural(lin / S, -0.5 * g * X2_M / S),
         "gamma_obs": GammaNatural(0.5 * M.sum(), -0.5 * resid2 / S),
         "gamma_w": GammaNatural(0.5 * B * K, -0.5 * mom.W2.sum() / S),
     }
