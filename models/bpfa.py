@@ -10,10 +10,12 @@ isotropic), q(γ) = Gamma (§3); locals ψᵢ = {zᵢ, wᵢ}.  Only observed ent
 
 The model offers the conditionally conjugate capability for the SVI family
 (``algorithms.svi``: MF-SVI, MF-SSVI, Titsias-SVI/SSVI, Mimno-SVI, Gibbs-SSVI,
-VMP) and the complete-conditional sweep of the uncollapsed Gibbs sampler
-(``algorithms.gibbs``).  The maths lives in ``models.bpfa_locals`` (local
-approximations), ``models.bpfa_stats`` (eq. 7), ``models.bpfa_chain`` (Gibbs
-sampler) and ``models.bpfa_eval`` (eq. 12 and metrics).
+VMP), the complete-conditional sweep of the uncollapsed Gibbs sampler
+(``algorithms.gibbs``), and its log joint with a fully factorised family for
+score-function BBVI (small problems only).  The maths lives in
+``models.bpfa_locals`` (local approximations), ``models.bpfa_stats`` (eq. 7),
+``models.bpfa_chain`` (Gibbs sampler), ``models.bpfa_joint`` (log joint) and
+``models.bpfa_eval`` (eq. 12 and metrics).
 
 Data: a ``Dataset`` of kind ``"factor"`` or ``"images"`` with ``train["Y"]``
 (N, D) and ``train["mask"]`` (N, D, 1 = observed) and ``test["Y"]`` (true
@@ -33,7 +35,7 @@ from svibench.expfam import BetaNatural, GammaNatural, GaussianDiagNatural
 from svibench.datasets.images import assemble_patches
 from svibench.model import Model
 
-from . import bpfa_eval
+from . import bpfa_eval, bpfa_joint
 from .bpfa_chain import ChainState, point_view, sample_globals, sweep_locals
 from .bpfa_locals import GlobalMoments, LocalMoments, gibbs, mean_field, titsias
 from .bpfa_stats import global_statistics
@@ -66,6 +68,7 @@ class BPFA(Model):
     data_kinds = ("factor", "images")
     metrics = ("elbo", "heldout_loglik", "mse", "psnr", "psnr_fit")
     local_kinds: ClassVar[tuple[str, ...]] = ("mf", "titsias", "gibbs")
+    family_kinds: ClassVar[tuple[str, ...]] = ("meanfield",)
     init_methods: ClassVar[tuple[str, ...]] = ("random", "gibbs")
     #: Small problem of the conformance suite (``svibench.testing``): data from the prior.
     conformance_problem: ClassVar[dict] = {
@@ -156,6 +159,19 @@ class BPFA(Model):
         if approx.kind == "titsias":
             return titsias(view, Y, M, approx.inner_iterations, approx.inner_tol).moments()
         raise ValueError(f"bpfa offers local approximations {self.local_kinds}, not {approx.kind!r}")
+
+    # -- capability: log joint (score-function BBVI; models.bpfa_joint)
+    def variational_family(self, kind: str = "meanfield") -> bpfa_joint.BPFAFamily:
+        """The fully factorised q over π, Φ, γ_obs, γ_w, Z, W (``models.bpfa_joint``)."""
+        if kind not in self.family_kinds:
+            raise ValueError(f"bpfa offers variational families {self.family_kinds}, not {kind!r}")
+        return bpfa_joint.BPFAFamily(self)
+
+    def log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
+        return bpfa_joint.log_joint(self, self.variational_family(), z, batch)
+
+    def log_joint_blocks(self, z: np.ndarray, kind: str, batch: np.ndarray | None = None) -> np.ndarray:
+        return bpfa_joint.log_joint_blocks(self, self.variational_family(kind), z, batch)
 
     # -- the uncollapsed Gibbs sampler (algorithms.gibbs)
     def chain_init(self, rng: np.random.Generator, method: str = "random", rows: np.ndarray | None = None) -> ChainState:

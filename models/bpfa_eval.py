@@ -8,6 +8,9 @@ the algorithm used (Shah et al. 2015, eq. 12):
   or M kept sweeps of the Mimno chain after burn-in — and β⁽ᵐ⁾ ~ q(β) independently;
 * structured (sampled view: MF-/Titsias-/Gibbs-SSVI): β⁽ᵐ⁾ ~ q(β), then the
   locals' approximation given β⁽ᵐ⁾ and one draw from it;
+* globals with a q of every training row's locals fitted alongside them
+  (``models.bpfa_joint.FittedLocals``, from BBVI): β⁽ᵐ⁾ ~ q(β) and ψᵢ⁽ᵐ⁾ from
+  that q, nothing recomputed;
 * a Gibbs-sampler state (``ChainState``): β⁽ᵐ⁾ = the chain's current globals,
   ψᵢ⁽ᵐ⁾ = M further local sweeps started from the chain's locals (the
   sampler's own state is not changed).
@@ -25,7 +28,7 @@ import numpy as np
 from svibench.capabilities import LocalApprox
 
 from .bpfa_chain import ChainState, point_view
-from .bpfa_locals import GlobalMoments, draw_from_q, gibbs, local_elbo, mean_field, titsias
+from .bpfa_locals import FactorQ, GlobalMoments, draw_from_q, gibbs, local_elbo, mean_field, titsias
 
 __all__ = ["expected_view", "sampled_view", "predictive_chunks", "heldout_metrics"]
 
@@ -48,11 +51,15 @@ def sampled_view(lam: Mapping[str, Any], rng: np.random.Generator) -> GlobalMome
     return GlobalMoments(go, np.log(go), gw, np.log(gw), np.log(pi), np.log1p(-pi), phi, phi**2)
 
 
-def _local_draws(view: GlobalMoments, Y, M, approx: LocalApprox, n_draws: int, rng):
-    """(n_draws, B, K) draws of x from the local approximation given ``view``, and the factorised q if any."""
-    if approx.kind == "gibbs":
+def _local_draws(view: GlobalMoments, Y, M, approx: LocalApprox, n_draws: int, rng, fitted: FactorQ | None = None):
+    """(n_draws, B, K) draws of x from the local approximation given ``view`` (or from the
+    ``fitted`` q of these rows), and the factorised q if any."""
+    if fitted is not None:
+        q = fitted
+    elif approx.kind == "gibbs":
         return gibbs(view, Y, M, approx.burnin, n_draws, rng).X, None
-    q = (mean_field if approx.kind == "mf" else titsias)(view, Y, M, approx.inner_iterations, approx.inner_tol)
+    else:
+        q = (mean_field if approx.kind == "mf" else titsias)(view, Y, M, approx.inner_iterations, approx.inner_tol)
     return np.stack([draw_from_q(q, rng) for _ in range(n_draws)]), q
 
 
@@ -68,6 +75,7 @@ def predictive_chunks(posterior: Any, Y: np.ndarray, M: np.ndarray, n_draws: int
         view = None
     else:
         approx = getattr(posterior, "approx", LocalApprox("mf"))
+        fitted = getattr(posterior, "local_q", None)  # q of every row's locals, fitted with the globals (BBVI)
         structured = getattr(posterior, "view", "expected") == "sampled"
         draws = [sampled_view(posterior, rng) for _ in range(n_draws)]
         view = None if structured else expected_view(posterior)
@@ -83,7 +91,7 @@ def predictive_chunks(posterior: Any, Y: np.ndarray, M: np.ndarray, n_draws: int
             means = np.stack([_local_draws(d, y, m, approx, 1, rng)[0][0] @ d.phi for d in draws])
             gammas = np.array([d.gamma_obs for d in draws])
         else:
-            X, q = _local_draws(view, y, m, approx, n_draws, rng)
+            X, q = _local_draws(view, y, m, approx, n_draws, rng, None if fitted is None else fitted.rows(rows))
             means = np.stack([X[i] @ d.phi for i, d in enumerate(draws)])
             gammas = np.array([d.gamma_obs for d in draws])
             if q is not None and q.kind == "mf":

@@ -147,6 +147,10 @@ class FactorQ:
     var_w: np.ndarray
     gamma_w: float
 
+    def rows(self, rows: slice | np.ndarray) -> FactorQ:
+        """The q of the rows selected."""
+        return FactorQ(self.kind, self.theta[rows], self.mean_w[rows], self.var_w[rows], self.gamma_w)
+
     def moments(self) -> LocalMoments:
         slab2 = self.mean_w**2 + self.var_w
         x2 = self.theta * slab2

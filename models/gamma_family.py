@@ -33,8 +33,9 @@ class MeanFieldGamma:
     ----------
     shapes : dict of str to tuple of int
         Block name -> array shape of that block's latents.
-    init : callable
-        ``rng -> {block: GammaNatural}``, the model's initial q (shared with CVI-MF).
+    init : callable, optional
+        ``rng -> {block: GammaNatural}``, the model's initial q (shared with CVI-MF); needed
+        by :meth:`init_params` unless a larger family that holds this one initialises it.
 
     Notes
     -----
@@ -42,7 +43,7 @@ class MeanFieldGamma:
     Implements :class:`svibench.capabilities.ReparameterisableFamily`.
     """
 
-    def __init__(self, shapes: dict[str, tuple[int, ...]], init: Callable[[np.random.Generator], dict[str, GammaNatural]]) -> None:
+    def __init__(self, shapes: dict[str, tuple[int, ...]], init: Callable[[np.random.Generator], dict[str, GammaNatural]] | None = None) -> None:
         self.shapes = dict(shapes)
         self.sizes = {name: int(np.prod(shape)) for name, shape in self.shapes.items()}
         self.dim = sum(self.sizes.values())
@@ -66,12 +67,17 @@ class MeanFieldGamma:
             start += size
         return out
 
+    @staticmethod
+    def params(shape: np.ndarray, rate: np.ndarray) -> np.ndarray:
+        """φ for the shapes and rates given (each of length ``dim``, in block order)."""
+        return np.concatenate([softplus_inv(np.ravel(shape)), softplus_inv(np.ravel(rate))])
+
     def init_params(self, rng: np.random.Generator) -> np.ndarray:
+        if self._init is None:
+            raise ValueError("this MeanFieldGamma was built without an init; pass init= or set φ with params()")
         q = self._init(rng)
         parts = [q[name].shape_rate() for name in self.shapes]
-        shape = np.concatenate([a.ravel() for a, _ in parts])
-        rate = np.concatenate([b.ravel() for _, b in parts])
-        return np.concatenate([softplus_inv(shape), softplus_inv(rate)])
+        return self.params(np.concatenate([np.ravel(a) for a, _ in parts]), np.concatenate([np.ravel(b) for _, b in parts]))
 
     def posterior(self, phi: np.ndarray) -> dict[str, GammaNatural]:
         shape, rate = self.shape_rate(phi)

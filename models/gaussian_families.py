@@ -38,8 +38,18 @@ class MeanFieldGaussian:
         m, rho = phi[: self.dim], phi[self.dim:]
         return m, rho, softplus(rho)
 
+    def mean_sd(self, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(m, s), each (dim,)."""
+        m, _, s = self._split(phi)
+        return m, s
+
+    @staticmethod
+    def params(mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
+        """φ for the means and standard deviations given."""
+        return np.concatenate([np.ravel(mean), softplus_inv(np.ravel(sd))])
+
     def init_params(self, rng: np.random.Generator) -> np.ndarray:
-        return np.concatenate([np.zeros(self.dim), np.full(self.dim, softplus_inv(self.init_scale))])
+        return self.params(np.zeros(self.dim), np.full(self.dim, self.init_scale))
 
     def sample(self, phi, rng, size):
         return self.transform(phi, self.draw_noise(rng, size))
