@@ -37,6 +37,19 @@ def test_log_joint_matches_a_direct_sum(small):
     np.testing.assert_allclose(small.log_joint(z), direct, rtol=1e-10)
 
 
+def test_reconstruction_losses_follow_the_papers_formula_on_held_out_and_on_observed_entries(small):
+    """§7: √(Σ (x − E[w]ᵀE[z])²) / (number of entries), written out entry by entry."""
+    q = small.mf_init(np.random.default_rng(3))
+    (sw, rw), (sz, rz) = q["W"].shape_rate(), q["Z"].shape_rate()
+    out = small.evaluate(q, np.random.default_rng(0))
+    test = small.data.test
+    for metric, X, mask in (("recon_loss", test["X"], test["mask"]), ("recon_loss_fit", small.X, small.mask > 0)):
+        sq = [(X[i, j] - sum(sw[i, k] / rw[i, k] * sz[j, k] / rz[j, k] for k in range(3))) ** 2
+              for i, j in zip(*np.nonzero(mask))]
+        assert 0 < mask.mean() < 1
+        assert out[metric] == pytest.approx(np.sqrt(np.sum(sq)) / len(sq), rel=1e-10), metric
+
+
 def test_log_joint_gradient_matches_differences(small):
     z = np.random.default_rng(1).gamma(2.0, 1.0, size=(1, 300))
     g = small.grad_log_joint(z)[0]
