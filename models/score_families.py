@@ -112,22 +112,22 @@ class ProductFamily:
         """A (S, dim) draw cut into its parts, each (S, part.dim)."""
         return dict(zip(self.parts, np.split(z, self._z_cuts, axis=-1)))
 
-    def _each(self, method: str, phi: np.ndarray, *args: Any) -> list:
-        return [getattr(part, method)(p, *args) for part, p in zip(self.parts.values(), self.split_params(phi).values())]
+    def _zip(self, phi: np.ndarray, z: np.ndarray | None = None):
+        """(part, its φ, its columns of ``z``) for every part, in order."""
+        cols = self.split(z).values() if z is not None else [None] * len(self.parts)
+        return zip(self.parts.values(), self.split_params(phi).values(), cols)
 
     def init_params(self, rng: np.random.Generator) -> np.ndarray:
         return np.concatenate([part.init_params(rng) for part in self.parts.values()])
 
     def sample(self, phi: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
-        return np.concatenate(self._each("sample", phi, rng, size), axis=1)
+        return np.concatenate([part.sample(p, rng, size) for part, p, _ in self._zip(phi)], axis=1)
 
     def log_q_blocks(self, phi: np.ndarray, z: np.ndarray) -> np.ndarray:
-        return np.concatenate([part.log_q_blocks(p, zp) for part, p, zp in
-                               zip(self.parts.values(), self.split_params(phi).values(), self.split(z).values())], axis=1)
+        return np.concatenate([part.log_q_blocks(p, zp) for part, p, zp in self._zip(phi, z)], axis=1)
 
     def score(self, phi: np.ndarray, z: np.ndarray) -> np.ndarray:
-        return np.concatenate([part.score(p, zp) for part, p, zp in
-                               zip(self.parts.values(), self.split_params(phi).values(), self.split(z).values())], axis=1)
+        return np.concatenate([part.score(p, zp) for part, p, zp in self._zip(phi, z)], axis=1)
 
     def posterior(self, phi: np.ndarray) -> dict[str, Any]:
-        return dict(zip(self.parts, self._each("posterior", phi)))
+        return {name: part.posterior(p) for name, (part, p, _) in zip(self.parts, self._zip(phi))}
