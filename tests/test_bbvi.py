@@ -10,6 +10,7 @@ from svibench.capabilities import LogJoint, LogJointGradient, missing
 from svibench.datasets.libsvm import breast_cancer
 from svibench.models.gaussian_families import FullGaussian, MeanFieldGaussian
 from svibench.models.logreg import BayesianLogisticRegression
+from svibench.models.score_families import MeanFieldBernoulli, MeanFieldBeta, ProductFamily
 
 
 class _LinearGaussian:
@@ -114,7 +115,8 @@ def test_rao_blackwellisation_and_control_variates_reduce_variance():
     assert spread("meanfield", True) < spread("meanfield", False)
 
 
-@pytest.mark.parametrize("family", [MeanFieldGaussian(4), FullGaussian(4)])
+@pytest.mark.parametrize("family", [MeanFieldGaussian(4), FullGaussian(4), MeanFieldBeta(3), MeanFieldBernoulli(3),
+                                    ProductFamily({"a": MeanFieldBeta(2), "b": MeanFieldBernoulli(3)})])
 def test_family_score_is_the_gradient_of_log_q(family):
     rng = np.random.default_rng(2)
     phi = family.init_params(rng) + 0.2 * rng.normal(size=family.n_params)
@@ -123,6 +125,13 @@ def test_family_score_is_the_gradient_of_log_q(family):
     fd = np.array([(family.log_q_blocks(phi + h * e, z).sum(1) - family.log_q_blocks(phi - h * e, z).sum(1)) / (2 * h)
                    for e in np.eye(family.n_params)]).T
     np.testing.assert_allclose(family.score(phi, z), fd, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("family", [MeanFieldGaussian(4), FullGaussian(4)])
+def test_family_transform_and_entropy_gradients_match_differences(family):
+    rng = np.random.default_rng(2)
+    phi = family.init_params(rng) + 0.2 * rng.normal(size=family.n_params)
+    h = 1e-6
     eps = family.draw_noise(rng, 3)
     g = rng.normal(size=(3, 4))
     fd_t = np.array([(np.sum(g * family.transform(phi + h * e, eps)) - np.sum(g * family.transform(phi - h * e, eps))) / (2 * h)
