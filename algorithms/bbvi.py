@@ -24,6 +24,7 @@ reports the minibatch size as data touched.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, ClassVar
 
 import numpy as np
@@ -31,7 +32,7 @@ import numpy as np
 from svibench.algorithm import Algorithm, Diverged, Preset
 from svibench.capabilities.log_joint import LogJoint, LogJointGradient
 
-__all__ = ["BBVI", "score_gradient", "reparam_gradient"]
+__all__ = ["BBVI", "score_gradient", "reparam_gradient", "gradient_bytes"]
 
 
 def score_gradient(model: LogJoint, family: Any, kind: str, phi: np.ndarray, z: np.ndarray,
@@ -59,6 +60,21 @@ def score_gradient(model: LogJoint, family: Any, kind: str, phi: np.ndarray, z: 
     var = (shh - h * h) / n - mh * mh
     a = np.divide(cov, var, out=np.zeros_like(cov), where=var > 0)
     return (f - a * h).mean(0)
+
+
+def gradient_bytes(family: Any, n_samples: int, estimator: str) -> int:
+    """A lower bound on the bytes one gradient estimate holds at once: the score estimator's
+    (draws × parameters) scores and weighted scores and its two (draws × blocks) log densities;
+    the reparameterisation estimator's (draws × latents) noise, draws and ∇_z log p.  The
+    model's own intermediates come on top."""
+    if estimator == "score":
+        return 8 * n_samples * (2 * family.n_params + 2 * family.n_blocks)
+    return 8 * n_samples * 3 * family.dim
+
+
+def physical_memory() -> int:
+    """Bytes of RAM on this machine."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def reparam_gradient(model: LogJointGradient, family: Any, phi: np.ndarray, eps: np.ndarray,
@@ -134,6 +150,11 @@ class BBVI(Algorithm):
         self.model_, self.rng_ = model, rng
         self.kind_ = self.family or model.family_kinds[0]
         self.q_ = model.variational_family(self.kind_)
+        need, have = gradient_bytes(self.q_, self.n_samples, self.estimator), physical_memory()
+        if need > have // 2:
+            raise MemoryError(f"BBVI ({self.estimator}) with n_samples={self.n_samples} on this {model.name} problem would hold "
+                              f"at least {need / 2**30:.1f} GiB per gradient ({self.q_.n_params} variational parameters), "
+                              f"more than half of this machine's {have / 2**30:.1f} GiB: use fewer samples or a smaller problem")
         self.phi_ = self.q_.init_params(rng)
         self.sum_sq_ = np.zeros_like(self.phi_)  # AdaGrad
         self.m1_, self.m2_ = np.zeros_like(self.phi_), np.zeros_like(self.phi_)  # Adam

@@ -178,3 +178,33 @@ def test_bbvi_score_function_improves_the_elbo_and_declares_its_needs():
     assert model.elbo(alg.posterior()) > start + 0.5 * abs(start)
     assert BBVI.incompatibility(BayesianLogisticRegression, {"estimator": "reparam"}) is None
     assert "flows" in BBVI.incompatibility(BayesianLogisticRegression, {"family": "flows"})
+
+
+def test_gradient_memory_bound_is_a_lower_bound_and_a_problem_too_large_is_refused_up_front(monkeypatch):
+    """``gradient_bytes`` never exceeds what a gradient really allocates (tracemalloc peak), and a
+    problem whose bound passes half the machine's memory gets a MemoryError that names the fix
+    at ``init`` instead of an out-of-memory kill mid-run."""
+    import tracemalloc
+
+    import svibench.algorithms.bbvi as bbvi_module
+    from svibench.datasets.bpfa_synthetic import bpfa_synthetic
+    from svibench.datasets.pmf import pmf_synthetic
+    from svibench.models.bpfa import BPFA
+    from svibench.models.pmf import PoissonGammaMF
+
+    bpfa = BPFA(bpfa_synthetic(n=100, dim=8, features=6, seed=0), features=6, init_rows=20, init_sweeps=1)
+    pmf = PoissonGammaMF(pmf_synthetic(rows=30, cols=40, factors=3, seed=0), n_factors=3)
+    for model, estimator, optimizer in ((bpfa, "score", "adagrad"), (pmf, "score", "adagrad"), (pmf, "reparam", "adam")):
+        alg = BBVI(n_samples=40, estimator=estimator, optimizer=optimizer)
+        alg.init(model, np.random.default_rng(0))
+        tracemalloc.start()
+        alg.gradient(None)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        bound = bbvi_module.gradient_bytes(alg.q_, 40, estimator)
+        assert 0.1 * peak < bound <= peak, (model.name, estimator, bound, peak)
+    monkeypatch.setattr(bbvi_module, "physical_memory", lambda: 2 * bbvi_module.gradient_bytes(
+        bpfa.variational_family(), 100, "score") - 2)
+    with pytest.raises(MemoryError, match="n_samples=100 on this bpfa problem .* use fewer samples or a smaller problem"):
+        BBVI(n_samples=100).init(bpfa, np.random.default_rng(0))
+    BBVI(n_samples=99).init(bpfa, np.random.default_rng(0))  # just under half: accepted
