@@ -24,7 +24,7 @@ recon_loss
     evaluates, which is |H| here.
 recon_loss_fit
     The same on the observed (training) entries: the other reading of §7's
-    "reconstruction", a fit to the data the model was given (on every dataset).
+    "reconstruction", a fit to the data the model was given.
 heldout_loglik
     Mean over H of log (1/S) Σ_s Poisson(x | wᵢₛᵀzⱼₛ), S = ``eval_samples``.
 elbo
