@@ -29,8 +29,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.special import betaln, gammaln
-
 from svibench.capabilities import LocalApprox
 from svibench.capabilities.conjugate import LocalPosterior
 from svibench.expfam import BetaNatural, GammaNatural, GaussianDiagNatural
@@ -109,24 +107,17 @@ def _terms(model: Any, family: BPFAFamily, z: np.ndarray, batch: np.ndarray | No
         raise ValueError("bpfa's log joint is evaluated on all rows only (each row has its own latents, whose "
                          "gradients a minibatch's N/|B| scaling would also scale): run BBVI with batch_size = None")
     v = family.unpack(z)
-    h = model.hyper
+    prior = model.prior_natural()
     log_pi, log_1m_pi = np.log(v["pi"]), np.log1p(-v["pi"])
     go, gw = v["gamma_obs"], v["gamma_w"]
     resid = model.M * (model.Y - (v["Z"] * v["W"]) @ v["phi"])                       # (S, N, D)
     entry = model.M * (0.5 * (np.log(go) - _LOG_2PI))[:, None, None] - 0.5 * go[:, None, None] * resid**2
     return {
         "entry": entry,                                                                   # (S, N, D)
-        "pi": (h["a0"] - 1.0) * log_pi + (h["b0"] - 1.0) * log_1m_pi - betaln(h["a0"], h["b0"]),
-        "phi": 0.5 * (np.log(h["phi_precision"]) - _LOG_2PI) - 0.5 * h["phi_precision"] * v["phi"]**2,
-        "gamma_obs": _log_gamma_pdf(go, h["c0"], h["d0"]),
-        "gamma_w": _log_gamma_pdf(gw, h["e0"], h["f0"]),
+        **{name: prior[name].log_pdf(v[name]) for name in ("pi", "phi", "gamma_obs", "gamma_w")},
         "z": np.where(v["Z"] > 0, log_pi[:, None, :], log_1m_pi[:, None, :]),           # (S, N, K)
         "w": (0.5 * (np.log(gw) - _LOG_2PI))[:, None, None] - 0.5 * gw[:, None, None] * v["W"]**2,
     }
-
-
-def _log_gamma_pdf(x: np.ndarray, shape: float, rate: float) -> np.ndarray:
-    return shape * np.log(rate) - gammaln(shape) + (shape - 1.0) * np.log(x) - rate * x
 
 
 def log_joint(model: Any, family: BPFAFamily, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:

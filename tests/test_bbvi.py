@@ -1,15 +1,22 @@
 """BBVI (score function, Rao–Blackwellised, control variates) and BBVI-reparam against closed forms."""
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
+import svibench.algorithms.bbvi as bbvi_module
 from svibench.algorithms.bbvi import BBVI, reparam_gradient, score_gradient
 from svibench.algorithms.chol import Chol
 from svibench.capabilities import LogJoint, LogJointGradient, missing
+from svibench.datasets.bpfa_synthetic import bpfa_synthetic
 from svibench.datasets.libsvm import breast_cancer
+from svibench.datasets.pmf import pmf_synthetic
+from svibench.models.bpfa import BPFA
 from svibench.models.gaussian_families import FullGaussian, MeanFieldGaussian
 from svibench.models.logreg import BayesianLogisticRegression
+from svibench.models.pmf import PoissonGammaMF
 from svibench.models.score_families import MeanFieldBernoulli, MeanFieldBeta, ProductFamily
 
 
@@ -184,14 +191,6 @@ def test_gradient_memory_bound_is_a_lower_bound_and_a_problem_too_large_is_refus
     """``gradient_bytes`` never exceeds what a gradient really allocates (tracemalloc peak), and a
     problem whose bound passes half the machine's memory gets a MemoryError that names the fix
     at ``init`` instead of an out-of-memory kill mid-run."""
-    import tracemalloc
-
-    import svibench.algorithms.bbvi as bbvi_module
-    from svibench.datasets.bpfa_synthetic import bpfa_synthetic
-    from svibench.datasets.pmf import pmf_synthetic
-    from svibench.models.bpfa import BPFA
-    from svibench.models.pmf import PoissonGammaMF
-
     bpfa = BPFA(bpfa_synthetic(n=100, dim=8, features=6, seed=0), features=6, init_rows=20, init_sweeps=1)
     pmf = PoissonGammaMF(pmf_synthetic(rows=30, cols=40, factors=3, seed=0), n_factors=3)
     for model, estimator, optimizer in ((bpfa, "score", "adagrad"), (pmf, "score", "adagrad"), (pmf, "reparam", "adam")):

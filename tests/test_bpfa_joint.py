@@ -6,6 +6,7 @@ import pytest
 from scipy import stats
 
 from svibench.algorithms.bbvi import BBVI
+from svibench.algorithms.svi import SVI
 from svibench.datasets.bpfa_synthetic import bpfa_synthetic
 from svibench.models.bpfa import BPFA
 from svibench.models.score_families import MeanFieldBernoulli, MeanFieldBeta, ProductFamily
@@ -107,8 +108,6 @@ def test_bbvi_fits_bpfa_most_of_the_way_to_mf_svi():
     between its initial q and MF-SVI's (about 90% in practice) and its held-out log-likelihood rises."""
     model = BPFA(bpfa_synthetic(n=200, dim=10, features=8, seed=0), features=8, predictive_samples=2,
                  init_rows=50, init_sweeps=2)
-    from svibench.algorithms.svi import SVI
-
     bbvi, svi = BBVI(n_samples=50), SVI(batch_size=50)
     bbvi.init(model, np.random.default_rng(1))
     svi.init(model, np.random.default_rng(1))
