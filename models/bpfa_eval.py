@@ -101,11 +101,15 @@ def predictive_chunks(posterior: Any, Y: np.ndarray, M: np.ndarray, n_draws: int
 
 def heldout_metrics(means: np.ndarray, gammas: np.ndarray, truth: np.ndarray, test: np.ndarray, scale: np.ndarray):
     """Per chunk: (Σ over rows of log (1/M) Σ_m Π_{d held out} N(ŷ_id | μ_id⁽ᵐ⁾, 1/γ⁽ᵐ⁾),
-    Σ squared error of the predictive mean over held-out entries in the data's
-    original units (× ``scale``², the standardisation's sd per column), predictive mean (n, D))."""
+    Σ squared error of the predictive mean over held-out entries, Σ expected squared error
+    of a draw ŷ from the predictive, (1/M) Σ_m [(ŷ_id − μ_id⁽ᵐ⁾)² + 1/γ⁽ᵐ⁾], both in the
+    data's original units (× ``scale``², the standardisation's sd per column), predictive mean (n, D))."""
     g = gammas[:, None, None]
-    logp = (test * (0.5 * (np.log(g) - _LOG_2PI) - 0.5 * g * (truth - means) ** 2)).sum(-1)  # (M, n)
+    sq = (truth - means) ** 2
+    logp = (test * (0.5 * (np.log(g) - _LOG_2PI) - 0.5 * g * sq)).sum(-1)  # (M, n)
     top = logp.max(0)
     row_ll = top + np.log(np.exp(logp - top).mean(0))
     mean = means.mean(0)
-    return float(row_ll.sum()), float((test * (scale * (truth - mean)) ** 2).sum()), mean
+    per_draw = (sq + 1.0 / g).mean(0)
+    return (float(row_ll.sum()), float((test * (scale * (truth - mean)) ** 2).sum()),
+            float((test * scale**2 * per_draw).sum()), mean)
