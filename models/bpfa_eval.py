@@ -102,7 +102,7 @@ def predictive_chunks(posterior: Any, Y: np.ndarray, M: np.ndarray, n_draws: int
 def heldout_metrics(means: np.ndarray, gammas: np.ndarray, truth: np.ndarray, test: np.ndarray, scale: np.ndarray):
     """Per chunk: (Σ over rows of log (1/M) Σ_m Π_{d held out} N(ŷ_id | μ_id⁽ᵐ⁾, 1/γ⁽ᵐ⁾),
     Σ squared error of the predictive mean over held-out entries, Σ expected squared error
-    of a draw ŷ from the predictive, (1/M) Σ_m [(ŷ_id − μ_id⁽ᵐ⁾)² + 1/γ⁽ᵐ⁾], both in the
+    of a draw from the predictive, (1/M) Σ_m [(ŷ_id − μ_id⁽ᵐ⁾)² + 1/γ⁽ᵐ⁾], both in the
     data's original units (× ``scale``², the standardisation's sd per column), predictive mean (n, D))."""
     g = gammas[:, None, None]
     sq = (truth - means) ** 2

@@ -102,11 +102,11 @@ def test_init_methods_give_valid_globals(small):
 
 @pytest.fixture(scope="module")
 def fitted():
-    """Every method fitted on data from the prior (seeded); predictive MSE of each and of the prior predictive (0)."""
+    """Every method fitted on data from the prior (seeded); its metrics, and the prior predictive's (0) MSE."""
     data = bpfa_synthetic(n=2000, dim=20, features=20, seed=3)
     model = BPFA(data, features=30, predictive_samples=5)
     prior_mse = float(np.sum(data.test["mask"] * (data.test["Y"] * data.meta["scale"]) ** 2) / data.test["mask"].sum())
-    mse = {}
+    metrics = {}
     for name, alg, iters in [("mf-svi", SVI(batch_size=200, t0=0.0, local="mf", view="expected"), 150),
                              ("mf-ssvi", SVI(batch_size=200, t0=0.0, local="mf", view="sampled"), 150),
                              ("titsias-ssvi", SVI(batch_size=200, t0=0.0, local="titsias", view="sampled"), 150),
@@ -116,27 +116,31 @@ def fitted():
         alg.init(model, np.random.default_rng(0))
         for _ in range(iters):
             alg.step()
-        mse[name] = model.evaluate(alg.posterior(), np.random.default_rng(1))["mse"]
-    return mse, prior_mse
+        metrics[name] = model.evaluate(alg.posterior(), np.random.default_rng(1))
+    return metrics, prior_mse
 
 
 @pytest.mark.slow
 def test_every_method_predicts_held_out_data_far_better_than_the_prior(fitted):
-    mse, prior_mse = fitted
-    for name, value in mse.items():
-        assert value < 0.7 * prior_mse, (name, value, prior_mse)
+    metrics, prior_mse = fitted
+    for name, values in metrics.items():
+        assert values["mse"] < 0.7 * prior_mse, (name, values["mse"], prior_mse)
 
 
 @pytest.mark.slow
 @pytest.mark.xfail(strict=False, reason="open finding: Gibbs-SSVI's MSE is above "
-                   "MF-SSVI's, unlike the paper's result. The sampled view is the cause: on the study's data "
+                   "MF-SSVI's, unlike the paper's result, on the predictive mean's error (mse) and on a draw's "
+                   "(draw_mse, the reading that matches the paper's magnitudes; here 0.0292 vs 0.0255). The sampled "
+                   "view is the cause: on the study's data "
                    "(16 s) Mimno-SVI, with the same Gibbs locals but E_q[β], estimates γ_obs at 2.44 (truth 2.57, "
                    "MSE 0.0111) while Gibbs-SSVI over-estimates it (2.81), turns on 3.3 features per row (truth ≈ 1) "
                    "and has MSE 0.0118 (MF-SSVI 0.0110). The paper-scale run (N = 1e5, K = 150, 600 s, "
-                   "reports/shah2015-synthetic/study.toml) shows the same: Gibbs-SSVI 0.01185, MF-SSVI 0.01061")
-def test_gibbs_ssvi_mse_is_below_mf_ssvi(fitted):
-    mse, _ = fitted
-    assert mse["gibbs-ssvi"] < mse["mf-ssvi"], mse
+                   "reports/shah2015-synthetic/study.toml) shows the same: Gibbs-SSVI 0.01182 / 0.02197, MF-SSVI "
+                   "0.01062 / 0.02169 (mse / draw_mse)")
+@pytest.mark.parametrize("metric", ["mse", "draw_mse"])
+def test_gibbs_ssvi_mse_is_below_mf_ssvi(fitted, metric):
+    metrics, _ = fitted
+    assert metrics["gibbs-ssvi"][metric] < metrics["mf-ssvi"][metric], metrics
 
 
 def test_heldout_metrics_against_entrywise_formulas_and_draws_of_the_predictive():
