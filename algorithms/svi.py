@@ -78,6 +78,10 @@ class SVI(Algorithm):
         Cap on local coordinate-ascent sweeps (``local`` in mf, titsias), and the
         per-row stopping tolerance on the mean change of the local parameters
         (:class:`svibench.capabilities.LocalApprox`).
+    local_init : str
+        Where the mean-field locals' coordinate ascent starts, every iteration
+        (``LocalApprox.init``; BPFA: ``"full"`` or ``"prior"``,
+        ``models.bpfa_locals.mean_field``).  Only ``local="mf"`` reads it.
     init_method : str
         The model's initialisation method ("default": its first).
     """
@@ -96,7 +100,8 @@ class SVI(Algorithm):
 
     def __init__(self, *, batch_size: int = 100, kappa: float = 0.75, t0: float = 1.0, rho: float | None = None,
                  local: str = "mf", view: str = "expected", burnin: int = 3, samples: int = 3,
-                 inner_iterations: int = 20, inner_tol: float = 1e-3, init_method: str = "default") -> None:
+                 inner_iterations: int = 20, inner_tol: float = 1e-3, local_init: str = "full",
+                 init_method: str = "default") -> None:
         self.batch_size = batch_size
         self.kappa = kappa
         self.t0 = t0
@@ -107,6 +112,7 @@ class SVI(Algorithm):
         self.samples = samples
         self.inner_iterations = inner_iterations
         self.inner_tol = inner_tol
+        self.local_init = local_init
         self.init_method = init_method
 
     @classmethod
@@ -128,7 +134,8 @@ class SVI(Algorithm):
         self.check_params()
         self.model_, self.rng_ = model, rng
         self.schedule_ = make_schedule(rho=self.rho, t0=self.t0, kappa=self.kappa)
-        self.approx_ = LocalApprox(self.local, self.burnin, self.samples, self.inner_iterations, self.inner_tol)
+        self.approx_ = LocalApprox(self.local, self.burnin, self.samples, self.inner_iterations, self.inner_tol,
+                                   self.local_init)
         self.eta_ = model.prior_natural()
         self.lam_ = _init_globals(model, rng, self.init_method)
         self.t_ = 0
@@ -159,7 +166,7 @@ class VMP(Algorithm):
 
     Parameters
     ----------
-    inner_iterations, inner_tol, init_method
+    inner_iterations, inner_tol, local_init, init_method
         As in :class:`SVI`.
     """
 
@@ -167,9 +174,11 @@ class VMP(Algorithm):
     label = "VMP"
     requires = (ConditionallyConjugate,)
 
-    def __init__(self, *, inner_iterations: int = 20, inner_tol: float = 1e-3, init_method: str = "default") -> None:
+    def __init__(self, *, inner_iterations: int = 20, inner_tol: float = 1e-3, local_init: str = "full",
+                 init_method: str = "default") -> None:
         self.inner_iterations = inner_iterations
         self.inner_tol = inner_tol
+        self.local_init = local_init
         self.init_method = init_method
 
     @classmethod
@@ -178,7 +187,8 @@ class VMP(Algorithm):
 
     def init(self, model: Any, rng: np.random.Generator) -> None:
         self.model_, self.rng_ = model, rng
-        self.approx_ = LocalApprox("mf", inner_iterations=self.inner_iterations, inner_tol=self.inner_tol)
+        self.approx_ = LocalApprox("mf", inner_iterations=self.inner_iterations, inner_tol=self.inner_tol,
+                                   init=self.local_init)
         self.eta_ = model.prior_natural()
         self.lam_ = _init_globals(model, rng, self.init_method)
         self.everyone_ = np.arange(model.n_train)

@@ -37,7 +37,7 @@ from svibench.model import Model
 
 from . import bpfa_eval, bpfa_joint
 from .bpfa_chain import ChainState, point_view, sample_globals, sweep_locals
-from .bpfa_locals import GlobalMoments, LocalMoments, gibbs, mean_field, titsias
+from .bpfa_locals import GlobalMoments, LocalMoments, factor_q, gibbs
 from .bpfa_stats import global_statistics
 
 __all__ = ["BPFA"]
@@ -154,10 +154,8 @@ class BPFA(Model):
         """The locals' moments under ``approx``: mean-field (eq. 8–9), Titsias (eq. 11) or Gibbs."""
         if approx.kind == "gibbs":
             return gibbs(view, Y, M, approx.burnin, approx.samples, rng)
-        if approx.kind == "mf":
-            return mean_field(view, Y, M, approx.inner_iterations, approx.inner_tol).moments()
-        if approx.kind == "titsias":
-            return titsias(view, Y, M, approx.inner_iterations, approx.inner_tol).moments()
+        if approx.kind in ("mf", "titsias"):
+            return factor_q(view, Y, M, approx).moments()
         raise ValueError(f"bpfa offers local approximations {self.local_kinds}, not {approx.kind!r}")
 
     # -- capability: log joint (score-function BBVI; models.bpfa_joint)

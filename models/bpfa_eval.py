@@ -28,7 +28,7 @@ import numpy as np
 from svibench.capabilities import LocalApprox
 
 from .bpfa_chain import ChainState, point_view
-from .bpfa_locals import FactorQ, GlobalMoments, draw_from_q, gibbs, local_elbo, mean_field, titsias
+from .bpfa_locals import FactorQ, GlobalMoments, draw_from_q, factor_q, gibbs, local_elbo
 
 __all__ = ["expected_view", "sampled_view", "predictive_chunks", "heldout_metrics"]
 
@@ -59,7 +59,7 @@ def _local_draws(view: GlobalMoments, Y, M, approx: LocalApprox, n_draws: int, r
     elif approx.kind == "gibbs":
         return gibbs(view, Y, M, approx.burnin, n_draws, rng).X, None
     else:
-        q = (mean_field if approx.kind == "mf" else titsias)(view, Y, M, approx.inner_iterations, approx.inner_tol)
+        q = factor_q(view, Y, M, approx)
     return np.stack([draw_from_q(q, rng) for _ in range(n_draws)]), q
 
 

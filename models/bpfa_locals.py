@@ -55,8 +55,10 @@ __all__ = [
     "LocalMoments",
     "FactorQ",
     "FeatureSweep",
+    "MF_STARTS",
     "mean_field",
     "titsias",
+    "factor_q",
     "gibbs",
     "gibbs_update",
     "local_elbo",
@@ -68,6 +70,8 @@ _LOG_2PI = np.log(2.0 * np.pi)
 #: its θ_ik moved by less than this on average over k (the per-document rule and threshold,
 #: ``meanchangethresh``, of Hoffman, Blei & Bach's online LDA, 2010).
 LOCAL_TOL = 1e-3
+#: Starts of the mean-field coordinate ascent (:func:`mean_field`).
+MF_STARTS = ("full", "prior")
 #: Default of the ``kernel`` argument: the compiled sweeps when numba imports, unless SVIBENCH_BPFA_KERNEL=0.
 KERNEL = bpfa_kernels.AVAILABLE and os.environ.get("SVIBENCH_BPFA_KERNEL", "1") != "0"
 
@@ -253,13 +257,14 @@ def titsias_step(sweep: FeatureSweep, q: FactorQ, k: int) -> None:
     sweep.set(k, theta * m)
 
 
-def _coordinate_ascent(view, Y, M, kind, step, max_sweeps, tol, kernel) -> FactorQ:
-    """Per row, sweeps of ``step`` from θ = 1, m = 0 (every feature available, none used yet)
-    until the row's θ moved by less than ``tol`` on average, or ``max_sweeps``."""
+def _coordinate_ascent(view, Y, M, kind, step, max_sweeps, tol, kernel, theta0=1.0) -> FactorQ:
+    """Per row, sweeps of ``step`` from θ = ``theta0`` (broadcast to (B, K)), m = 0 until the
+    row's θ moved by less than ``tol`` on average, or ``max_sweeps``."""
     if not tol >= 0:
         raise ValueError(f"the local tolerance must be ≥ 0, not {tol!r}")
     B, K = Y.shape[0], view.phi.shape[0]
-    q = FactorQ(kind, np.ones((B, K)), np.zeros((B, K)), np.full((B, K), 1.0 / view.gamma_w), view.gamma_w)
+    theta = np.array(np.broadcast_to(theta0, (B, K)), dtype=float)
+    q = FactorQ(kind, theta, np.zeros((B, K)), np.full((B, K), 1.0 / view.gamma_w), view.gamma_w)
     if _use_kernel(kernel):
         sweep = FeatureSweep(view, Y, M, np.zeros((B, K)))
         tits = kind == "titsias"
@@ -280,14 +285,24 @@ def _coordinate_ascent(view, Y, M, kind, step, max_sweeps, tol, kernel) -> Facto
 
 
 def mean_field(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int,
-               tol: float = LOCAL_TOL, kernel: bool | None = None) -> FactorQ:
+               tol: float = LOCAL_TOL, kernel: bool | None = None, start: str = "full") -> FactorQ:
     """Mean-field local q (eq. 8) by coordinate ascent on the local ELBO (eq. 9).
 
     Each row sweeps its features until its θ moved by less than ``tol`` on average in a
     sweep (:data:`LOCAL_TOL`), or ``max_sweeps``; rows are independent given the view.
     ``kernel``: compiled sweeps (True), the numpy reference (False) or :data:`KERNEL` (None).
+
+    ``start`` (:data:`MF_STARTS`; the paper does not say) is where every row starts, with
+    E[w_ik] = 0 in both: ``"full"``, θ_ik = 1 — every feature available, so the first sweep's
+    w-step is the full slab update and the sweep fits features one after another; or
+    ``"prior"``, θ_ik = exp(E[log π_k]) — q(z) at (about) its prior, so the first w-step is
+    shrunk by θ (m = θb/κ) and a feature turns on only on strong evidence: rows end sparser.
+    Neither start is better everywhere (``tests/test_bpfa_locals.py``, the shah2015 studies).
     """
-    return _coordinate_ascent(view, Y, M, "mf", mf_step, max_sweeps, tol, kernel)
+    if start not in MF_STARTS:
+        raise ValueError(f"the mean-field start must be one of {', '.join(MF_STARTS)}, not {start!r}")
+    theta0 = 1.0 if start == "full" else np.exp(view.log_pi)
+    return _coordinate_ascent(view, Y, M, "mf", mf_step, max_sweeps, tol, kernel, theta0)
 
 
 def titsias(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int,
@@ -295,6 +310,14 @@ def titsias(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int,
     """Titsias spike-and-slab local q (eq. 11) by coordinate ascent on its local ELBO
     (``tol`` and ``kernel`` as in :func:`mean_field`)."""
     return _coordinate_ascent(view, Y, M, "titsias", titsias_step, max_sweeps, tol, kernel)
+
+
+def factor_q(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, approx) -> FactorQ:
+    """The factorised local q of ``approx`` (a :class:`svibench.capabilities.LocalApprox` of kind
+    ``"mf"`` or ``"titsias"``: its sweeps cap, tolerance and, for mean-field, start) given the view."""
+    if approx.kind == "mf":
+        return mean_field(view, Y, M, approx.inner_iterations, approx.inner_tol, start=approx.init)
+    return titsias(view, Y, M, approx.inner_iterations, approx.inner_tol)
 
 
 def gibbs_update(sweep: FeatureSweep, k: int, u: np.ndarray, n: np.ndarray):

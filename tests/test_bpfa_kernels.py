@@ -1,6 +1,8 @@
 """The compiled BPFA sweeps (models.bpfa_kernels) against the numpy reference (models.bpfa_locals), with masks."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -25,7 +27,8 @@ def _problem(seed, B=37, K=12, D=9, full=False):
 
 
 @pytest.mark.parametrize("full", [False, True])
-@pytest.mark.parametrize("approx", [mean_field, titsias])
+@pytest.mark.parametrize("approx", [mean_field, partial(mean_field, start="prior"), titsias],
+                         ids=["mf", "mf-from-prior", "titsias"])
 @pytest.mark.parametrize("max_sweeps", [1, 3, 200])
 @pytest.mark.parametrize("B", [3, 37])
 def test_coordinate_ascent_kernel_equals_reference(approx, full, max_sweeps, B):

@@ -73,14 +73,27 @@ def _flat(lam):
     return np.concatenate([lam[k].flatten() for k in sorted(lam)])
 
 
-def test_mf_svi_full_batch_rho_one_is_one_vmp_step(small):
-    vmp, svi = VMP(inner_iterations=5), SVI(batch_size=small.n_train, rho=1.0, local="mf", view="expected", inner_iterations=5)
+@pytest.mark.parametrize("local_init", ["full", "prior"])
+def test_mf_svi_full_batch_rho_one_is_one_vmp_step(small, local_init):
+    vmp = VMP(inner_iterations=5, local_init=local_init)
+    svi = SVI(batch_size=small.n_train, rho=1.0, local="mf", view="expected", inner_iterations=5, local_init=local_init)
     vmp.init(small, np.random.default_rng(5))
     svi.init(small, np.random.default_rng(5))
     for _ in range(2):
         vmp.step()
         svi.step()
         np.testing.assert_allclose(_flat(svi.posterior()), _flat(vmp.posterior()), rtol=1e-10, atol=1e-9)
+    assert svi.posterior().approx.init == vmp.posterior().approx.init == local_init  # evaluation starts there too
+
+
+def test_the_mean_field_start_changes_the_svi_step(small):
+    steps = []
+    for local_init in ("full", "prior"):
+        svi = SVI(batch_size=small.n_train, rho=1.0, local="mf", inner_iterations=5, local_init=local_init)
+        svi.init(small, np.random.default_rng(5))
+        svi.step()
+        steps.append(_flat(svi.posterior()))
+    assert not np.allclose(*steps)
 
 
 def test_vmp_elbo_increases(small):

@@ -42,6 +42,9 @@ class LocalApprox:
         A row's coordinate ascent stops after the first sweep in which its local
         parameters moved by less than this on average (Hoffman, Blei & Bach 2010's
         per-document rule for online LDA, and their threshold 10⁻³).
+    init : str
+        Where an iterative mean-field coordinate ascent starts, for models with
+        a choice (BPFA: ``"full"`` or ``"prior"``, see ``models.bpfa_locals.mean_field``).
     """
 
     kind: str = "mf"
@@ -49,6 +52,7 @@ class LocalApprox:
     samples: int = 3
     inner_iterations: int = 20
     inner_tol: float = 1e-3
+    init: str = "full"
 
 
 class LocalPosterior(dict):
