@@ -122,6 +122,7 @@ def fitted():
     metrics = {}
     for name, alg, iters in [("mf-svi", SVI(batch_size=200, t0=0.0, local="mf", view="expected"), 150),
                              ("mf-ssvi", SVI(batch_size=200, t0=0.0, local="mf", view="sampled"), 150),
+                             ("mf-ssvi-prior", SVI(batch_size=200, t0=0.0, local="mf", view="sampled", local_init="prior"), 150),
                              ("titsias-ssvi", SVI(batch_size=200, t0=0.0, local="titsias", view="sampled"), 150),
                              ("mimno-svi", SVI(batch_size=200, t0=0.0, local="gibbs", view="expected"), 150),
                              ("gibbs-ssvi", SVI(batch_size=200, t0=0.0, local="gibbs", view="sampled"), 150),
@@ -141,7 +142,17 @@ def test_every_method_predicts_held_out_data_far_better_than_the_prior(fitted):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="open finding: Gibbs-SSVI's MSE is above "
+@pytest.mark.parametrize("metric", ["mse", "draw_mse"])
+def test_gibbs_ssvi_mse_is_below_mf_ssvi_with_its_locals_started_at_the_prior(fitted, metric):
+    """The paper's result (§5.1) holds when MF-SSVI's locals start at the prior (local_init="prior",
+    as the shah2015 studies run MF): here 0.0159 vs 0.0181 (mse), 0.0292 vs 0.0342 (draw_mse)."""
+    metrics, _ = fitted
+    assert metrics["gibbs-ssvi"][metric] < metrics["mf-ssvi-prior"][metric], metrics
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="open finding: with MF-SSVI's locals started greedily (local_init='full', "
+                   "every feature available) Gibbs-SSVI's MSE is above "
                    "MF-SSVI's, unlike the paper's result, on the predictive mean's error (mse) and on a draw's "
                    "(draw_mse, the reading that matches the paper's magnitudes; here 0.0292 vs 0.0255). The sampled "
                    "view is the cause: on the study's data "
