@@ -39,10 +39,13 @@ __all__ = ["SVI", "VMP"]
 LOCALS = ("mf", "titsias", "gibbs")
 
 
-def _local_incompatibility(model_cls: type, kind: str) -> str | None:
+def _local_incompatibility(model_cls: type, kind: str, start: str) -> str | None:
     offered = getattr(model_cls, "local_kinds", ())
     if kind not in offered:
         return f"{model_cls.name} offers local approximations {', '.join(offered)}, not {kind!r}"
+    starts = getattr(model_cls, "mf_starts", ("full",))
+    if kind == "mf" and start not in starts:
+        return f"{model_cls.name} starts its mean-field locals {' or '.join(map(repr, starts))}, not local_init={start!r}"
     return None
 
 
@@ -117,7 +120,8 @@ class SVI(Algorithm):
 
     @classmethod
     def incompatibility(cls, model_cls: type, params: dict[str, Any]) -> str | None:
-        return super().incompatibility(model_cls, params) or _local_incompatibility(model_cls, params.get("local", "mf"))
+        return super().incompatibility(model_cls, params) or _local_incompatibility(
+            model_cls, params.get("local", "mf"), params.get("local_init", "full"))
 
     def check_params(self) -> None:
         if self.local not in LOCALS:
@@ -183,7 +187,8 @@ class VMP(Algorithm):
 
     @classmethod
     def incompatibility(cls, model_cls: type, params: dict[str, Any]) -> str | None:
-        return super().incompatibility(model_cls, params) or _local_incompatibility(model_cls, "mf")
+        return super().incompatibility(model_cls, params) or _local_incompatibility(
+            model_cls, "mf", params.get("local_init", "full"))
 
     def init(self, model: Any, rng: np.random.Generator) -> None:
         self.model_, self.rng_ = model, rng

@@ -37,7 +37,7 @@ from svibench.model import Model
 
 from . import bpfa_eval, bpfa_joint
 from .bpfa_chain import ChainState, point_view, sample_globals, sweep_locals
-from .bpfa_locals import GlobalMoments, LocalMoments, factor_q, gibbs
+from .bpfa_locals import MF_STARTS, GlobalMoments, LocalMoments, factor_q, gibbs
 from .bpfa_stats import global_statistics
 
 __all__ = ["BPFA"]
@@ -68,6 +68,7 @@ class BPFA(Model):
     data_kinds = ("factor", "images")
     metrics = ("elbo", "heldout_loglik", "mse", "draw_mse", "psnr", "psnr_fit")
     local_kinds: ClassVar[tuple[str, ...]] = ("mf", "titsias", "gibbs")
+    mf_starts: ClassVar[tuple[str, ...]] = MF_STARTS
     family_kinds: ClassVar[tuple[str, ...]] = ("meanfield",)
     init_methods: ClassVar[tuple[str, ...]] = ("random", "gibbs")
     #: Small problem of the conformance suite (``svibench.testing``): data from the prior.

@@ -96,6 +96,15 @@ def test_the_mean_field_start_changes_the_svi_step(small):
     assert not np.allclose(*steps)
 
 
+def test_a_mean_field_start_the_model_lacks_makes_the_pair_incompatible():
+    from svibench.models.gmm import GaussianMixture
+
+    assert SVI.incompatibility(BPFA, {"local_init": "prior"}) is None
+    assert "not local_init='uniform'" in SVI.incompatibility(BPFA, {"local_init": "uniform"})
+    assert "'full', not local_init='prior'" in VMP.incompatibility(GaussianMixture, {"local_init": "prior"})
+    assert SVI.incompatibility(BPFA, {"local": "gibbs", "local_init": "prior"}) is None
+
+
 def test_vmp_elbo_increases(small):
     vmp = VMP(inner_iterations=50)
     vmp.init(small, np.random.default_rng(0))

@@ -44,7 +44,8 @@ class LocalApprox:
         per-document rule for online LDA, and their threshold 10⁻³).
     init : str
         Where an iterative mean-field coordinate ascent starts, for models with
-        a choice (BPFA: ``"full"`` or ``"prior"``, see ``models.bpfa_locals.mean_field``).
+        a choice (their ``mf_starts``; BPFA: ``"full"`` or ``"prior"``, see
+        ``models.bpfa_locals.mean_field``).
     """
 
     kind: str = "mf"
@@ -74,6 +75,8 @@ class ConditionallyConjugate(Protocol):
     ----------
     local_kinds : tuple of str
         The local approximations :meth:`local_statistics` offers.
+    mf_starts : tuple of str, optional
+        Values of ``LocalApprox.init`` its mean-field locals accept (absent: ``("full",)``).
     init_methods : tuple of str
         Accepted ``method`` values of :meth:`init_globals` (first is default).
     """
