@@ -1,8 +1,8 @@
 """Compiled (numba) sweeps over features for the BPFA local approximations.
 
 The same updates as the plain-numpy reference in ``models.bpfa_locals``
-(``mf_step``, ``titsias_step``, ``gibbs_update``; Shah et al. 2015, eq. 9, 11
-and the appendix's blocked Gibbs step), reorganised for speed without
+(``mf_step``, ``titsias_step``, ``titsias_printed_step``, ``gibbs_update``; Shah et
+al. 2015, eq. 9, 11, the appendix's printed Titsias objective and its blocked Gibbs step), reorganised for speed without
 changing the maths:
 
 * rows are independent given the globals, so the loop over rows is outermost
@@ -71,17 +71,18 @@ if AVAILABLE:
         return s
 
     @_jit
-    def factor_sweeps(titsias, R, X, M, phi, A, Q, half_log, gamma_obs, gamma_w, logit_pi,
+    def factor_sweeps(mode, R, X, M, phi, A, Q, half_log, gamma_obs, gamma_w, logit_pi,
                       theta, mean_w, var_w, max_sweeps, tol):
         """Coordinate-ascent sweeps of the mean-field (eq. 9) or Titsias (eq. 11) local q, row by row
         (rows interleaved: see the module docstring).
 
         Parameters
         ----------
-        titsias : bool
-            Titsias step (κ = A + γ_w, m = b/κ, logit θ = logit π_k + ½ log(γ_w/κ) + b²/(2κ))
-            instead of the mean-field one (κ = θA + γ_w, m = θb/κ,
-            θ = σ(logit π_k + m b − ½(m² + 1/κ) A)).
+        mode : int
+            0: mean-field step (κ = θA + γ_w, m = θb/κ, θ = σ(logit π_k + m b − ½(m² + 1/κ) A));
+            1: Titsias step (κ = A + γ_w, m = b/κ, logit θ = logit π_k + ½ log(γ_w/κ) + b²/(2κ));
+            2: step of the appendix's printed Titsias objective (m = θb/(θA + γ_w),
+            v = θ/(θA + γ_w), logit θ = logit π_k + m b − ½(m² + v) A + ½ log(γ_w v)).
         R, X, M : (B, D), (B, K), (B, D)
             Masked residual, current E[x] and mask (updated: R, X).
         phi, A, Q : (K, D), (B, K), (B, K)
@@ -117,18 +118,25 @@ if AVAILABLE:
                         continue
                     b = gamma_obs * dot[lane] + X[i, k] * Q[i, k]
                     a = A[i, k]
-                    if titsias:
+                    if mode == 1:
                         kappa = a + gamma_w
                         m = b / kappa
+                        v = 1.0 / kappa
                         log_odds = logit_pi[k] + half_log[i, k] + 0.5 * b * m
+                    elif mode == 2:
+                        den = theta[i, k] * a + gamma_w
+                        m = theta[i, k] * b / den
+                        v = theta[i, k] / den
+                        log_odds = logit_pi[k] + m * b - 0.5 * (m * m + v) * a + 0.5 * math.log(gamma_w * v)
                     else:
                         kappa = theta[i, k] * a + gamma_w
                         m = theta[i, k] * b / kappa
-                        log_odds = logit_pi[k] + m * b - 0.5 * (m * m + 1.0 / kappa) * a
+                        v = 1.0 / kappa
+                        log_odds = logit_pi[k] + m * b - 0.5 * (m * m + v) * a
                     th = 1.0 / (1.0 + math.exp(-log_odds))
                     moved[lane] += abs(th - theta[i, k])
                     mean_w[i, k] = m
-                    var_w[i, k] = 1.0 / kappa
+                    var_w[i, k] = v
                     theta[i, k] = th
                     dot[lane] = _set_and_dot(R, X, M, phi, i, k, th * m, k_next)
             for lane in range(LANES):

@@ -6,6 +6,9 @@ this module computes q(ψᵢ) = q(zᵢ, wᵢ) by
 
 * mean-field coordinate ascent, q(z_ik) q(w_ik) (Shah et al. 2015, eq. 8–9);
 * the Titsias & Lázaro-Gredilla spike-and-slab form, q(z_ik) q(w_ik | z_ik) (eq. 11);
+* the same q fitted to the Titsias local objective *as printed* in the paper's
+  appendix (``"titsias-printed"``, see :func:`titsias_printed`): not a bound, offered
+  to reproduce the paper's Titsias-SSVI numbers;
 * blocked Gibbs sampling from the exact local conditional p(ψᵢ | yᵢ, β): z_ik
   with w_ik integrated out, then w_ik | z_ik (appendix, "Gibbs-SSVI"/"Mimno-SVI").
 
@@ -55,9 +58,10 @@ __all__ = [
     "LocalMoments",
     "FactorQ",
     "FeatureSweep",
-    "MF_STARTS",
+    "LOCAL_STARTS",
     "mean_field",
     "titsias",
+    "titsias_printed",
     "factor_q",
     "gibbs",
     "gibbs_update",
@@ -70,8 +74,9 @@ _LOG_2PI = np.log(2.0 * np.pi)
 #: its θ_ik moved by less than this on average over k (the per-document rule and threshold,
 #: ``meanchangethresh``, of Hoffman, Blei & Bach's online LDA, 2010).
 LOCAL_TOL = 1e-3
-#: Starts of the mean-field coordinate ascent (:func:`mean_field`).
-MF_STARTS = ("full", "prior")
+#: Starts of the coordinate ascents whose result depends on the start
+#: (:func:`mean_field`, :func:`titsias_printed`).
+LOCAL_STARTS = ("full", "prior")
 #: Default of the ``kernel`` argument: the compiled sweeps when numba imports, unless SVIBENCH_BPFA_KERNEL=0.
 KERNEL = bpfa_kernels.AVAILABLE and os.environ.get("SVIBENCH_BPFA_KERNEL", "1") != "0"
 
@@ -141,7 +146,9 @@ class FactorQ:
     """A factorised local q: q(z_ik) = Bern(θ_ik), slab q(w_ik | z_ik = 1) = N(m_ik, v_ik).
 
     ``kind`` "mf": q(w_ik) = N(m_ik, v_ik) whatever z_ik (eq. 8);
-    "titsias": q(w_ik | z_ik = 0) = N(0, 1/γ_w), the prior (eq. 11).
+    "titsias": q(w_ik | z_ik = 0) = N(0, 1/γ_w), the prior (eq. 11);
+    "titsias-printed": the Titsias q, fitted to the appendix's printed objective
+    (:func:`titsias_printed`).
     In the paper's parametrisation m = ν/κ and v = 1/κ.
     """
 
@@ -257,6 +264,30 @@ def titsias_step(sweep: FeatureSweep, q: FactorQ, k: int) -> None:
     sweep.set(k, theta * m)
 
 
+def titsias_printed_step(sweep: FeatureSweep, q: FactorQ, k: int) -> None:
+    """One coordinate step on feature k of the Titsias local objective as printed in the appendix:
+    (m, v), then θ.
+
+    The printed objective is the Titsias one with the w-prior term −γ_w/2 (m² + v) for every
+    (i, k), whatever z_ik, where q(w_ik | z_ik = 0) = N(0, 1/γ_w) gives −γ_w/2 [θ(m² + v) + 1 − θ].
+    Its coordinate maxima: m = θb/(θA + γ_w) (the mean-field w-step), v = θ/(θA + γ_w), then
+    logit θ = logit π_k + m b − ½(m² + v) A + ½ log(γ_w v).
+    """
+    A, b = sweep.field(k)
+    theta = q.theta[:, k]
+    den = theta * A + sweep.view.gamma_w
+    m, v = theta * b / den, theta / den
+    q.mean_w[:, k], q.var_w[:, k] = m, v
+    with np.errstate(divide="ignore"):  # θ = 0 gives v = 0 and keeps θ at 0
+        log_odds = sweep.view.logit_pi[k] + m * b - 0.5 * (m * m + v) * A + 0.5 * np.log(sweep.view.gamma_w * v)
+    q.theta[:, k] = theta = expit(log_odds)
+    sweep.set(k, theta * m)
+
+
+#: The compiled kernel's code of each factorised local kind (``bpfa_kernels.factor_sweeps``).
+_KERNEL_MODE = {"mf": 0, "titsias": 1, "titsias-printed": 2}
+
+
 def _coordinate_ascent(view, Y, M, kind, step, max_sweeps, tol, kernel, theta0=1.0) -> FactorQ:
     """Per row, sweeps of ``step`` from θ = ``theta0`` (broadcast to (B, K)), m = 0 until the
     row's θ moved by less than ``tol`` on average, or ``max_sweeps``."""
@@ -267,9 +298,9 @@ def _coordinate_ascent(view, Y, M, kind, step, max_sweeps, tol, kernel, theta0=1
     q = FactorQ(kind, theta, np.zeros((B, K)), np.full((B, K), 1.0 / view.gamma_w), view.gamma_w)
     if _use_kernel(kernel):
         sweep = FeatureSweep(view, Y, M, np.zeros((B, K)))
-        tits = kind == "titsias"
-        bpfa_kernels.factor_sweeps(tits, sweep.R, sweep.X, _c(M), _c(view.phi), sweep.A, sweep.Q,
-                                   sweep.half_log if tits else sweep.A, float(view.gamma_obs), float(view.gamma_w),
+        mode = _KERNEL_MODE[kind]
+        bpfa_kernels.factor_sweeps(mode, sweep.R, sweep.X, _c(M), _c(view.phi), sweep.A, sweep.Q,
+                                   sweep.half_log if kind == "titsias" else sweep.A, float(view.gamma_obs), float(view.gamma_w),
                                    _c(view.logit_pi), q.theta, q.mean_w, q.var_w, max_sweeps, tol)
         return q
     for i in range(B):  # the reference: each row its own coordinate ascent, vectorised over nothing
@@ -284,6 +315,13 @@ def _coordinate_ascent(view, Y, M, kind, step, max_sweeps, tol, kernel, theta0=1
     return q
 
 
+def _theta0(view: GlobalMoments, start: str):
+    """θ where a start-dependent coordinate ascent begins (:data:`LOCAL_STARTS`)."""
+    if start not in LOCAL_STARTS:
+        raise ValueError(f"the local start must be one of {', '.join(LOCAL_STARTS)}, not {start!r}")
+    return 1.0 if start == "full" else np.exp(view.log_pi)
+
+
 def mean_field(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int,
                tol: float = LOCAL_TOL, kernel: bool | None = None, start: str = "full") -> FactorQ:
     """Mean-field local q (eq. 8) by coordinate ascent on the local ELBO (eq. 9).
@@ -292,31 +330,45 @@ def mean_field(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: in
     sweep (:data:`LOCAL_TOL`), or ``max_sweeps``; rows are independent given the view.
     ``kernel``: compiled sweeps (True), the numpy reference (False) or :data:`KERNEL` (None).
 
-    ``start`` (:data:`MF_STARTS`; the paper does not say) is where every row starts, with
+    ``start`` (:data:`LOCAL_STARTS`; the paper does not say) is where every row starts, with
     E[w_ik] = 0 in both: ``"full"``, θ_ik = 1 — every feature available, so the first sweep's
     w-step is the full slab update and the sweep fits features one after another; or
     ``"prior"``, θ_ik = exp(E[log π_k]) — q(z) at (about) its prior, so the first w-step is
     shrunk by θ (m = θb/κ) and a feature turns on only on strong evidence: rows end sparser.
     Neither start is better everywhere (``tests/test_bpfa_locals.py``, the shah2015 studies).
     """
-    if start not in MF_STARTS:
-        raise ValueError(f"the mean-field start must be one of {', '.join(MF_STARTS)}, not {start!r}")
-    theta0 = 1.0 if start == "full" else np.exp(view.log_pi)
-    return _coordinate_ascent(view, Y, M, "mf", mf_step, max_sweeps, tol, kernel, theta0)
+    return _coordinate_ascent(view, Y, M, "mf", mf_step, max_sweeps, tol, kernel, _theta0(view, start))
 
 
 def titsias(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int,
             tol: float = LOCAL_TOL, kernel: bool | None = None) -> FactorQ:
     """Titsias spike-and-slab local q (eq. 11) by coordinate ascent on its local ELBO
-    (``tol`` and ``kernel`` as in :func:`mean_field`)."""
+    (``tol`` and ``kernel`` as in :func:`mean_field`).  Each step is the exact conditional of
+    (z_k, w_k) and does not read the previous θ_k, so the result does not depend on a start."""
     return _coordinate_ascent(view, Y, M, "titsias", titsias_step, max_sweeps, tol, kernel)
+
+
+def titsias_printed(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int,
+                    tol: float = LOCAL_TOL, kernel: bool | None = None, start: str = "full") -> FactorQ:
+    """The Titsias q fitted by coordinate ascent to the local objective as the paper's appendix
+    prints it ("Titsias-SSVI": the w-prior term is −γ_w/2 Σ (m² + v) whatever z, as in
+    mean-field; see :func:`titsias_printed_step`).  Arguments as in :func:`mean_field`.
+
+    This objective is not a bound on the evidence: it is offered to reproduce Table 1's
+    Titsias-SSVI, whose m-step it makes the mean-field one, shrunk by θ, so that from the
+    ``"prior"`` start it behaves like mean-field and not like :func:`titsias`.
+    """
+    return _coordinate_ascent(view, Y, M, "titsias-printed", titsias_printed_step, max_sweeps, tol, kernel,
+                              _theta0(view, start))
 
 
 def factor_q(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, approx) -> FactorQ:
     """The factorised local q of ``approx`` (a :class:`svibench.capabilities.LocalApprox` of kind
-    ``"mf"`` or ``"titsias"``: its sweeps cap, tolerance and, for mean-field, start) given the view."""
+    ``"mf"``, ``"titsias"`` or ``"titsias-printed"``: its sweeps cap, tolerance and start) given the view."""
     if approx.kind == "mf":
         return mean_field(view, Y, M, approx.inner_iterations, approx.inner_tol, start=approx.init)
+    if approx.kind == "titsias-printed":
+        return titsias_printed(view, Y, M, approx.inner_iterations, approx.inner_tol, start=approx.init)
     return titsias(view, Y, M, approx.inner_iterations, approx.inner_tol)
 
 
@@ -380,7 +432,8 @@ def local_elbo(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, q: FactorQ) ->
     Expectations over β use the view (E[γ], E[log γ], E[log π], E[φ], E[φ²]),
     so with the expected view this is row i's share of the full ELBO; only
     observed entries enter the likelihood.  Mean-field (eq. 9) or Titsias
-    entropy according to ``q.kind``.
+    entropy according to ``q.kind``; for ``"titsias-printed"`` the appendix's printed
+    objective (w-prior term on m² + v whatever z), which is not a bound.
     """
     mom = q.moments()
     ex, ex2, w2 = mom.X[0], mom.X2[0], mom.W2[0]
@@ -390,14 +443,17 @@ def local_elbo(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, q: FactorQ) ->
     loglik = 0.5 * n_obs * (view.log_gamma_obs - _LOG_2PI) - 0.5 * view.gamma_obs * resid2
     th = q.theta
     prior_z = (th * view.log_pi + (1.0 - th) * view.log_1m_pi).sum(1)
+    if q.kind == "titsias-printed":
+        w2 = q.mean_w**2 + q.var_w
     prior_w = (0.5 * (view.log_gamma_w - _LOG_2PI) - 0.5 * view.gamma_w * w2).sum(1)
     with np.errstate(divide="ignore", invalid="ignore"):
         h_z = -(np.where(th > 0, th * np.log(th), 0.0) + np.where(th < 1, (1 - th) * np.log1p(-th), 0.0))
-    h_slab = 0.5 * (np.log(q.var_w) + _LOG_2PI + 1.0)
-    if q.kind == "mf":
-        h_w = h_slab
-    else:
-        h_w = th * h_slab + (1.0 - th) * 0.5 * (_LOG_2PI + 1.0 - np.log(q.gamma_w))
+    with np.errstate(divide="ignore", invalid="ignore"):  # v = 0 where θ = 0 (printed objective)
+        h_slab = 0.5 * (np.log(q.var_w) + _LOG_2PI + 1.0)
+        if q.kind == "mf":
+            h_w = h_slab
+        else:
+            h_w = np.where(th > 0, th * h_slab, 0.0) + (1.0 - th) * 0.5 * (_LOG_2PI + 1.0 - np.log(q.gamma_w))
     return loglik + prior_z + prior_w + (h_z + h_w).sum(1)
 
 

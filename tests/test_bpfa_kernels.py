@@ -8,7 +8,7 @@ import pytest
 
 from svibench.models import bpfa_kernels
 from svibench.models.bpfa_chain import ChainState, point_view, sweep_locals
-from svibench.models.bpfa_locals import FeatureSweep, GlobalMoments, gibbs, mean_field, titsias
+from svibench.models.bpfa_locals import FeatureSweep, GlobalMoments, gibbs, mean_field, titsias, titsias_printed
 
 pytestmark = pytest.mark.skipif(not bpfa_kernels.AVAILABLE, reason="numba not installed")
 
@@ -27,8 +27,9 @@ def _problem(seed, B=37, K=12, D=9, full=False):
 
 
 @pytest.mark.parametrize("full", [False, True])
-@pytest.mark.parametrize("approx", [mean_field, partial(mean_field, start="prior"), titsias],
-                         ids=["mf", "mf-from-prior", "titsias"])
+@pytest.mark.parametrize("approx", [mean_field, partial(mean_field, start="prior"), titsias, titsias_printed,
+                                    partial(titsias_printed, start="prior")],
+                         ids=["mf", "mf-from-prior", "titsias", "titsias-printed", "titsias-printed-from-prior"])
 @pytest.mark.parametrize("max_sweeps", [1, 3, 200])
 @pytest.mark.parametrize("B", [3, 37])
 def test_coordinate_ascent_kernel_equals_reference(approx, full, max_sweeps, B):

@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import multivariate_normal
 
 from svibench.models.bpfa_locals import (FactorQ, FeatureSweep, GlobalMoments, gibbs, local_elbo, mean_field,
-                                         mf_step, titsias, titsias_step)
+                                         mf_step, titsias, titsias_printed, titsias_printed_step, titsias_step)
 
 _LOG_2PI = np.log(2 * np.pi)
 
@@ -59,8 +59,10 @@ def test_gibbs_chain_samples_the_exact_local_posterior():
     np.testing.assert_allclose(X.mean(0), ex, atol=4 * X.std(0).max() / np.sqrt(n) + 1e-3)
 
 
-@pytest.mark.parametrize("kind,step", [("mf", mf_step), ("titsias", titsias_step)])
+@pytest.mark.parametrize("kind,step", [("mf", mf_step), ("titsias", titsias_step),
+                                       ("titsias-printed", titsias_printed_step)])
 def test_each_coordinate_step_never_decreases_the_local_elbo(kind, step):
+    """(For "titsias-printed": the objective it ascends, the appendix's printed one.)"""
     rng = np.random.default_rng(2)
     B, K, D = 40, 6, 8
     view = _expected_like_view(rng, K, D)
@@ -100,6 +102,63 @@ def test_mean_field_first_step_starts_where_start_says(start, theta0):
     np.testing.assert_allclose(q.theta[:, 0], 1 / (1 + np.exp(-logit)), rtol=1e-12)
     with pytest.raises(ValueError, match="full, prior"):
         mean_field(view, Y, M, max_sweeps=1, start="uniform")
+
+
+def test_printed_titsias_step_is_the_coordinate_maximum_of_the_printed_objective():
+    """(m, v) maximise the printed objective at the θ the step read, then θ at the new (m, v):
+    perturbing any of them lowers it.  The objective is evaluated by ``local_elbo``, the step's
+    closed forms come from setting its derivatives to zero; they must agree."""
+    rng = np.random.default_rng(3)
+    B, K, D = 30, 5, 7
+    view = _expected_like_view(rng, K, D)
+    M = (rng.random((B, D)) < 0.7).astype(float)
+    Y = rng.normal(0, 1, (B, D)) * M
+    q = FactorQ("titsias-printed", rng.uniform(0.05, 0.95, (B, K)), rng.normal(0, 1, (B, K)),
+                rng.uniform(0.1, 2, (B, K)), view.gamma_w)
+    k, eps = 2, 1e-4
+    old_theta = q.theta[:, k].copy()
+    titsias_printed_step(FeatureSweep(view, Y, M, q.theta * q.mean_w), q, k)
+
+    def objective(theta, m, v):
+        th, mw, vw = q.theta.copy(), q.mean_w.copy(), q.var_w.copy()
+        th[:, k], mw[:, k], vw[:, k] = theta, m, v
+        return local_elbo(view, Y, M, FactorQ("titsias-printed", th, mw, vw, view.gamma_w))
+
+    m, v, theta = q.mean_w[:, k], q.var_w[:, k], q.theta[:, k]
+    for at, moves in ((old_theta, ((eps, 0), (-eps, 0), (0, eps), (0, -eps))), (theta, ())):
+        best = objective(at, m, v)
+        for dm, dv in moves:
+            assert np.all(objective(at, m + dm, v * (1 + dv)) < best), (dm, dv)
+    for dt in (eps, -eps):
+        assert np.all(objective(np.clip(theta + dt, 1e-12, 1 - 1e-12), m, v) < objective(theta, m, v))
+
+
+@pytest.mark.parametrize("start", ["full", "prior"])
+def test_printed_titsias_first_step_written_out(start):
+    """One feature, one sweep from θ = 1 or π, m = 0: m = θb/(θA + γ_w), v = θ/(θA + γ_w),
+    logit θ' = logit π + m b − ½(m² + v)A + ½ log(γ_w v).  From θ = 1 the slab is Titsias's
+    exact one (m = b/κ, v = 1/κ), and θ' is not: the printed objective charges the slab's prior
+    whatever z."""
+    rng = np.random.default_rng(4)
+    view = _point_view(rng, 1, 6)
+    M = (rng.random((5, 6)) < 0.7).astype(float)
+    Y = rng.normal(0, 1, (5, 6)) * M
+    q = titsias_printed(view, Y, M, max_sweeps=1, start=start, kernel=False)
+    theta = 1.0 if start == "full" else np.exp(view.log_pi[0])
+    A = view.gamma_obs * M @ view.phi2[0]
+    b = view.gamma_obs * (M * Y) @ view.phi[0]
+    m, v = theta * b / (theta * A + view.gamma_w), theta / (theta * A + view.gamma_w)
+    logit = view.log_pi[0] - view.log_1m_pi[0] + m * b - 0.5 * (m**2 + v) * A + 0.5 * np.log(view.gamma_w * v)
+    np.testing.assert_allclose(q.mean_w[:, 0], m, rtol=1e-12)
+    np.testing.assert_allclose(q.var_w[:, 0], v, rtol=1e-12)
+    np.testing.assert_allclose(q.theta[:, 0], 1 / (1 + np.exp(-logit)), rtol=1e-12)
+    if start == "full":
+        exact = titsias(view, Y, M, max_sweeps=1, kernel=False)
+        np.testing.assert_allclose(q.mean_w, exact.mean_w, rtol=1e-12)
+        np.testing.assert_allclose(q.var_w, exact.var_w, rtol=1e-12)
+        assert not np.allclose(q.theta, exact.theta)
+    with pytest.raises(ValueError, match="full, prior"):
+        titsias_printed(view, Y, M, max_sweeps=1, start="uniform")
 
 
 def test_mean_field_from_the_prior_ends_sparser_and_neither_start_dominates():

@@ -86,10 +86,11 @@ def test_mf_svi_full_batch_rho_one_is_one_vmp_step(small, local_init):
     assert svi.posterior().approx.init == vmp.posterior().approx.init == local_init  # evaluation starts there too
 
 
-def test_the_mean_field_start_changes_the_svi_step(small):
+@pytest.mark.parametrize("local", ["mf", "titsias-printed"])
+def test_the_local_start_changes_the_svi_step(small, local):
     steps = []
     for local_init in ("full", "prior"):
-        svi = SVI(batch_size=small.n_train, rho=1.0, local="mf", inner_iterations=5, local_init=local_init)
+        svi = SVI(batch_size=small.n_train, rho=1.0, local=local, inner_iterations=5, local_init=local_init)
         svi.init(small, np.random.default_rng(5))
         svi.step()
         steps.append(_flat(svi.posterior()))
@@ -103,6 +104,8 @@ def test_a_mean_field_start_the_model_lacks_makes_the_pair_incompatible():
     assert "not local_init='uniform'" in SVI.incompatibility(BPFA, {"local_init": "uniform"})
     assert "'full', not local_init='prior'" in VMP.incompatibility(GaussianMixture, {"local_init": "prior"})
     assert SVI.incompatibility(BPFA, {"local": "gibbs", "local_init": "prior"}) is None
+    assert "titsias-printed locals 'full' or 'prior', not local_init='uniform'" in SVI.incompatibility(
+        BPFA, {"local": "titsias-printed", "local_init": "uniform"})
 
 
 def test_vmp_elbo_increases(small):

@@ -23,6 +23,8 @@ __all__ = ["ConditionallyConjugate", "Globals", "LocalApprox", "LocalPosterior",
 Globals = Mapping[str, Any]
 
 VIEWS = ("expected", "sampled")
+#: Local kinds whose coordinate ascent depends on where it starts (``LocalApprox.init``).
+STARTED_KINDS = ("mf", "titsias-printed")
 
 
 @dataclass(frozen=True)
@@ -31,9 +33,11 @@ class LocalApprox:
 
     Parameters
     ----------
-    kind : {"mf", "titsias", "gibbs"}
+    kind : {"mf", "titsias", "titsias-printed", "gibbs"}
         Mean-field coordinate ascent, the Titsias spike-and-slab form that
-        keeps z–w dependence, or Gibbs sampling from the exact local conditional.
+        keeps z–w dependence (fitted to its local ELBO, or to the objective as
+        Shah et al. 2015's appendix prints it), or Gibbs sampling from the exact
+        local conditional.
     burnin, samples : int
         Gibbs sweeps discarded, then averaged (Shah et al. 2015, §5.1: 3 and 3).
     inner_iterations : int
@@ -43,8 +47,9 @@ class LocalApprox:
         parameters moved by less than this on average (Hoffman, Blei & Bach 2010's
         per-document rule for online LDA, and their threshold 10⁻³).
     init : str
-        Where an iterative mean-field coordinate ascent starts, for models with
-        a choice (their ``mf_starts``; BPFA: ``"full"`` or ``"prior"``, see
+        Where a coordinate ascent whose result depends on its start (kinds in
+        :data:`STARTED_KINDS`) starts, for models with a choice (their
+        ``local_starts``; BPFA: ``"full"`` or ``"prior"``, see
         ``models.bpfa_locals.mean_field``).
     """
 
@@ -75,8 +80,9 @@ class ConditionallyConjugate(Protocol):
     ----------
     local_kinds : tuple of str
         The local approximations :meth:`local_statistics` offers.
-    mf_starts : tuple of str, optional
-        Values of ``LocalApprox.init`` its mean-field locals accept (absent: ``("full",)``).
+    local_starts : tuple of str, optional
+        Values of ``LocalApprox.init`` its locals of :data:`STARTED_KINDS` accept
+        (absent: ``("full",)``).
     init_methods : tuple of str
         Accepted ``method`` values of :meth:`init_globals` (first is default).
     """
