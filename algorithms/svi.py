@@ -101,7 +101,8 @@ class SVI(Algorithm):
         "mf-ssvi": Preset("MF-SSVI", {"local": "mf", "view": "sampled"}),
         "titsias-svi": Preset("Titsias-SVI", {"local": "titsias", "view": "expected"}),
         "titsias-ssvi": Preset("Titsias-SSVI", {"local": "titsias", "view": "sampled"}),
-        "titsias-printed-ssvi": Preset("Titsias-SSVI (printed objective)", {"local": "titsias-printed", "view": "sampled"}),
+        "titsias-printed-ssvi": Preset("Titsias-SSVI (printed objective)",
+                                       {"local": "titsias-printed", "view": "sampled"}),
         "mimno-svi": Preset("Mimno-SVI", {"local": "gibbs", "view": "expected"}),
         "gibbs-ssvi": Preset("Gibbs-SSVI", {"local": "gibbs", "view": "sampled"}),
     }

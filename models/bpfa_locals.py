@@ -300,8 +300,8 @@ def _coordinate_ascent(view, Y, M, kind, step, max_sweeps, tol, kernel, theta0=1
         sweep = FeatureSweep(view, Y, M, np.zeros((B, K)))
         mode = _KERNEL_MODE[kind]
         bpfa_kernels.factor_sweeps(mode, sweep.R, sweep.X, _c(M), _c(view.phi), sweep.A, sweep.Q,
-                                   sweep.half_log if kind == "titsias" else sweep.A, float(view.gamma_obs), float(view.gamma_w),
-                                   _c(view.logit_pi), q.theta, q.mean_w, q.var_w, max_sweeps, tol)
+                                   sweep.half_log if kind == "titsias" else sweep.A, float(view.gamma_obs),
+                                   float(view.gamma_w), _c(view.logit_pi), q.theta, q.mean_w, q.var_w, max_sweeps, tol)
         return q
     for i in range(B):  # the reference: each row its own coordinate ascent, vectorised over nothing
         sweep, row = FeatureSweep(view, Y[i:i + 1], M[i:i + 1], np.zeros((1, K))), FactorQ(
@@ -344,7 +344,8 @@ def titsias(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int,
             tol: float = LOCAL_TOL, kernel: bool | None = None) -> FactorQ:
     """Titsias spike-and-slab local q (eq. 11) by coordinate ascent on its local ELBO
     (``tol`` and ``kernel`` as in :func:`mean_field`).  Each step is the exact conditional of
-    (z_k, w_k) and does not read the previous θ_k, so the result does not depend on a start."""
+    (z_k, w_k) and does not read the previous θ_k, so θ's start (the only difference between
+    :data:`LOCAL_STARTS`) does not change the result."""
     return _coordinate_ascent(view, Y, M, "titsias", titsias_step, max_sweeps, tol, kernel)
 
 
