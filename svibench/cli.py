@@ -20,10 +20,12 @@ __all__ = ["main"]
 
 def _cmd_list(args: argparse.Namespace) -> int:
     reg = get_registry(tuple(args.plugin))
+    name_width = max([len(a) for a in reg.algorithms] + [16])
+    label_width = max([len(entry.label) for entry in reg.algorithms.values()] + [18])
     print("Algorithms:")
     for name, entry in sorted(reg.algorithms.items()):
         fixed = ", ".join(f"{k}={v}" for k, v in entry.fixed.items())
-        print(f"  {name:<16} {entry.label:<18} {fixed + '  ' if fixed else ''}[{entry.source}]")
+        print(f"  {name:<{name_width}} {entry.label:<{label_width}} {fixed + '  ' if fixed else ''}[{entry.source}]")
     print("Models:")
     for name, (cls, source) in sorted(reg.models.items()):
         print(f"  {name:<16} data: {', '.join(cls.data_kinds):<16} metrics: {', '.join(cls.metrics)}  [{source}]")
@@ -34,9 +36,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
     models = sorted(reg.models)
     print("Compatibility (algorithm × model; x = runs, . = skipped):")
     width = max([len(m) for m in models] + [3])
-    print("  " + " " * 16 + " ".join(f"{m:>{width}}" for m in models))
+    print("  " + " " * name_width + " ".join(f"{m:>{width}}" for m in models))
     for alg in sorted(reg.algorithms):
-        print(f"  {alg:<16}" + " ".join(f"{'x' if matrix[(alg, m)] is None else '.':>{width}}" for m in models))
+        print(f"  {alg:<{name_width}}" + " ".join(f"{'x' if matrix[(alg, m)] is None else '.':>{width}}" for m in models))
     reasons = [(a, m, r) for (a, m), r in sorted(matrix.items()) if r is not None]
     if reasons:
         print("Skipped pairs:")
