@@ -52,9 +52,9 @@ class BPFAIteration:
 
 
 class BPFALocalCoordinateAscent:
-    """Time of the mean-field / Titsias (/ printed-Titsias) local step alone (B = 250, K = 250, D = 64, the SVI
-    defaults: per-row tolerance 10⁻³, at most 20 sweeps), given a sampled view of the globals
-    after ``WARMUP`` MF-SSVI steps."""
+    """Time of a factorised local step alone (``LOCAL_STEPS``; B = 250, K = 250, D = 64, the
+    SVI defaults: per-row tolerance 10⁻³, at most 20 sweeps), given a sampled view of the
+    globals after ``WARMUP`` MF-SSVI steps."""
 
     params = [list(LOCAL_STEPS)]
     param_names = ["local"]

@@ -1,9 +1,9 @@
 """Compiled (numba) sweeps over features for the BPFA local approximations.
 
 The same updates as the plain-numpy reference in ``models.bpfa_locals``
-(``mf_step``, ``titsias_step``, ``titsias_printed_step``, ``gibbs_update``; Shah et
-al. 2015, eq. 9, 11, the appendix's printed Titsias objective and its blocked Gibbs step), reorganised for speed without
-changing the maths:
+(``mf_step``, ``titsias_step``, ``titsias_printed_step``, ``gibbs_update``;
+Shah et al. 2015, eq. 9, 11, the appendix's printed Titsias objective and its
+blocked Gibbs step), reorganised for speed without changing the maths:
 
 * rows are independent given the globals, so the loop over rows is outermost
   and each row sweeps its features with its residual r_i (D values) kept in
@@ -73,8 +73,8 @@ if AVAILABLE:
     @_jit
     def factor_sweeps(mode, R, X, M, phi, A, Q, half_log, gamma_obs, gamma_w, logit_pi,
                       theta, mean_w, var_w, max_sweeps, tol):
-        """Coordinate-ascent sweeps of the mean-field (eq. 9) or Titsias (eq. 11) local q, row by row
-        (rows interleaved: see the module docstring).
+        """Coordinate-ascent sweeps of the mean-field (eq. 9) or Titsias (eq. 11, or its printed
+        objective) local q, row by row (rows interleaved: see the module docstring).
 
         Parameters
         ----------
