@@ -37,7 +37,7 @@ from svibench.model import Model
 
 from . import bpfa_eval, bpfa_joint
 from .bpfa_chain import ChainState, point_view, sample_globals, sweep_locals
-from .bpfa_locals import LOCAL_STARTS, GlobalMoments, LocalMoments, factor_q, gibbs
+from .bpfa_locals import FACTOR_KINDS, LOCAL_STARTS, GlobalMoments, LocalMoments, factor_q, gibbs
 from .bpfa_stats import global_statistics
 
 __all__ = ["BPFA"]
@@ -67,7 +67,7 @@ class BPFA(Model):
     name = "bpfa"
     data_kinds = ("factor", "images")
     metrics = ("elbo", "heldout_loglik", "mse", "draw_mse", "psnr", "psnr_fit")
-    local_kinds: ClassVar[tuple[str, ...]] = ("mf", "titsias", "titsias-printed", "gibbs")
+    local_kinds: ClassVar[tuple[str, ...]] = (*FACTOR_KINDS, "gibbs")
     local_starts: ClassVar[tuple[str, ...]] = LOCAL_STARTS
     family_kinds: ClassVar[tuple[str, ...]] = ("meanfield",)
     init_methods: ClassVar[tuple[str, ...]] = ("random", "gibbs")
@@ -156,7 +156,7 @@ class BPFA(Model):
         the appendix's printed objective) or Gibbs."""
         if approx.kind == "gibbs":
             return gibbs(view, Y, M, approx.burnin, approx.samples, rng)
-        if approx.kind in ("mf", "titsias", "titsias-printed"):
+        if approx.kind in FACTOR_KINDS:
             return factor_q(view, Y, M, approx).moments()
         raise ValueError(f"bpfa offers local approximations {self.local_kinds}, not {approx.kind!r}")
 

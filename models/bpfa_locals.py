@@ -59,6 +59,7 @@ __all__ = [
     "FactorQ",
     "FeatureSweep",
     "LOCAL_STARTS",
+    "FACTOR_KINDS",
     "mean_field",
     "titsias",
     "titsias_printed",
@@ -77,6 +78,9 @@ LOCAL_TOL = 1e-3
 #: Starts of the coordinate ascents whose result depends on the start
 #: (:func:`mean_field`, :func:`titsias_printed`).
 LOCAL_STARTS = ("full", "prior")
+#: The local kinds with a factorised q (:class:`FactorQ`, :func:`factor_q`); their order is the
+#: compiled kernel's ``mode`` (``bpfa_kernels.factor_sweeps``).
+FACTOR_KINDS = ("mf", "titsias", "titsias-printed")
 #: Default of the ``kernel`` argument: the compiled sweeps when numba imports, unless SVIBENCH_BPFA_KERNEL=0.
 KERNEL = bpfa_kernels.AVAILABLE and os.environ.get("SVIBENCH_BPFA_KERNEL", "1") != "0"
 
@@ -285,7 +289,7 @@ def titsias_printed_step(sweep: FeatureSweep, q: FactorQ, k: int) -> None:
 
 
 #: The compiled kernel's code of each factorised local kind (``bpfa_kernels.factor_sweeps``).
-_KERNEL_MODE = {"mf": 0, "titsias": 1, "titsias-printed": 2}
+_KERNEL_MODE = {kind: mode for mode, kind in enumerate(FACTOR_KINDS)}
 
 
 def _coordinate_ascent(view, Y, M, kind, step, max_sweeps, tol, kernel, theta0=1.0) -> FactorQ:
