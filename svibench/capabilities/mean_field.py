@@ -35,8 +35,9 @@ from dataclasses import dataclass
 from typing import Mapping, Protocol, runtime_checkable
 
 import numpy as np
-from scipy.special import gammainc, gammaincc, gammaincinv, gammaln
+from scipy.special import digamma, gammainc, gammaincc, gammaincinv, gammaln
 
+from .. import gamma_inverse
 from ..expfam import GammaNatural
 from ..expfam.base import NaturalParametrization
 
@@ -133,7 +134,41 @@ class GammaDraws:
 
 
 UPPER_TAIL = 0.9
-"""u above which ∂_α P is differenced through Q = gammaincc (see :func:`gamma_draws`)."""
+"""u above which ∂_α P is differenced through Q = gammaincc (see :func:`_inverse_cdf_scipy`)."""
+
+
+def _inverse_cdf_scipy(alpha: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """P⁻¹(α, u) (floored at ``tiny``) and its α-derivative from scipy, when numba is missing.
+
+    ∂_α P is a central difference of ``scipy.special.gammainc`` (of ``gammaincc``
+    where u > ``UPPER_TAIL``: there P ≈ 1 and only Q = 1 − P keeps its relative
+    accuracy), with step 10⁻⁵·min(α, √α): relative error below 10⁻⁸ for the
+    shapes met here.  ~3× slower than :mod:`svibench.gamma_inverse`, which the
+    tests check against it.
+    """
+    tiny = np.finfo(float).tiny
+    xtilde = np.maximum(gammaincinv(alpha, u), tiny)
+    h = 1e-5 * np.minimum(alpha, np.sqrt(alpha))
+    dP = np.empty(u.shape)
+    for part, incomplete, sign in ((u <= UPPER_TAIL, gammainc, 1.0), (u > UPPER_TAIL, gammaincc, -1.0)):
+        a, step, x = alpha[part], h[part], xtilde[part]
+        dP[part] = sign * (incomplete(a + step, x) - incomplete(a - step, x))
+    dP /= 2.0 * h
+    log_pdf = (alpha - 1.0) * np.log(xtilde) - xtilde - gammaln(alpha)
+    return xtilde, -dP * np.exp(-log_pdf)
+
+
+def _inverse_cdf(shape: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """P⁻¹(α, u) for α = ``shape`` broadcast against ``u``, floored at ``tiny``, and ∂/∂α of it."""
+    alpha = np.broadcast_to(shape, u.shape)
+    if not gamma_inverse.AVAILABLE:
+        return _inverse_cdf_scipy(alpha, u)
+    x, dx = np.empty(u.size), np.empty(u.size)
+    shape = np.asarray(shape, dtype=float)  # log Γ and ψ once per factor, not once per draw
+    gamma_inverse.inverse_gamma_cdf(
+        np.ascontiguousarray(alpha, dtype=float).ravel(), np.ascontiguousarray(u, dtype=float).ravel(),
+        np.broadcast_to(gammaln(shape), u.shape).ravel(), np.broadcast_to(digamma(shape), u.shape).ravel(), x, dx)
+    return x.reshape(u.shape), dx.reshape(u.shape)
 
 
 def gamma_draws(shape: np.ndarray, rate: np.ndarray, u: np.ndarray) -> GammaDraws:
@@ -141,13 +176,10 @@ def gamma_draws(shape: np.ndarray, rate: np.ndarray, u: np.ndarray) -> GammaDraw
 
     z̃ = P⁻¹(α, u) with P the regularised lower incomplete gamma function,
     z = z̃/β.  Holding u fixed, dz̃/dα = −∂_α P(α, z̃) / p(z̃; α) (implicit
-    reparameterisation; Figurnov et al. 2018, eq. 6).  ∂_α P is a central
-    difference of ``scipy.special.gammainc`` (of ``gammaincc`` where
-    u > ``UPPER_TAIL``: there P ≈ 1 and only Q = 1 − P keeps its relative
-    accuracy; gammaincc is ~4× slower, so it is used only there), with step
-    10⁻⁵·min(α, √α): relative error below 10⁻⁸ for the shapes met here.
-    This is the exact reparameterisation gradient (the quantity Knowles 2015
-    approximates), up to that difference.
+    reparameterisation; Figurnov et al. 2018, eq. 6), computed by the compiled
+    kernel of :mod:`svibench.gamma_inverse` (scipy without numba).  This is the
+    exact reparameterisation gradient (the quantity Knowles 2015 approximates),
+    to ~10⁻¹² relative.
 
     Draws are floored at the smallest normal float (``tiny``), after the division
     by β: at shapes α ≲ 0.01 the inverse CDF underflows, and a subnormal or zero
@@ -161,18 +193,8 @@ def gamma_draws(shape: np.ndarray, rate: np.ndarray, u: np.ndarray) -> GammaDraw
     u : ndarray
         Uniform(0, 1) draws, shape (S,) + batch.
     """
-    alpha = np.broadcast_to(shape, u.shape)
-    tiny = np.finfo(float).tiny
-    ztilde = np.maximum(gammaincinv(alpha, u), tiny)
-    h = 1e-5 * np.minimum(alpha, np.sqrt(alpha))
-    dP = np.empty(u.shape)
-    for part, incomplete, sign in ((u <= UPPER_TAIL, gammainc, 1.0), (u > UPPER_TAIL, gammaincc, -1.0)):
-        a, step, x = alpha[part], h[part], ztilde[part]
-        dP[part] = sign * (incomplete(a + step, x) - incomplete(a - step, x))
-    dP /= 2.0 * h
-    log_pdf = (alpha - 1.0) * np.log(ztilde) - ztilde - gammaln(alpha)
-    dztilde = -dP * np.exp(-log_pdf)
-    z = np.maximum(ztilde / rate, tiny)
+    ztilde, dztilde = _inverse_cdf(shape, u)
+    z = np.maximum(ztilde / rate, np.finfo(float).tiny)
     return GammaDraws(z, dztilde / rate, -z / rate)
 
 
