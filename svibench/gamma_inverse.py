@@ -159,6 +159,8 @@ if AVAILABLE:
         The last Halley step (< ``TOL`` in log x) is not evaluated again: ∂x/∂a = G(x) =
         −∂_a P / p is moved with it to first order, G' = −∂_a log p − G ∂_x log p.
         """
+        if not (0.0 < a < math.inf and u == u):  # NaN or invalid shape: no answer (and no endless sums)
+            return math.nan, math.nan
         if u >= 1.0:
             return math.inf, 0.0
         s = LOG_TINY

@@ -62,3 +62,9 @@ def test_gamma_draws_take_the_same_values_with_and_without_the_kernel(monkeypatc
     np.testing.assert_allclose(fast.z, slow.z, rtol=1e-11)
     np.testing.assert_allclose(fast.dz_dshape, slow.dz_dshape, rtol=1e-7)
     np.testing.assert_array_equal(fast.dz_drate, -fast.z / rate)
+
+
+def test_kernel_returns_nan_for_an_invalid_shape_or_uniform():
+    """A diverged q (NaN, zero or negative shape) gives NaN draws at once, as scipy does."""
+    x, dx = _kernel(np.array([np.nan, 0.0, -1.0, np.inf, 2.0]), np.array([0.3, 0.3, 0.3, 0.3, np.nan]))
+    assert np.isnan(x).all() and np.isnan(dx).all()
