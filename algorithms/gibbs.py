@@ -3,7 +3,7 @@
 Each iteration is one full sweep over every data point's locals and then every
 global, each drawn from its complete conditional.  The model supplies the
 sweep through the small :class:`ConditionalSampler` protocol (BPFA:
-``models.bpfa_chain``); this module owns only the loop.
+``models.bpfa.chain``); this module owns only the loop.
 
 What ``posterior()`` hands to evaluation: the chain's *current* state (the
 globals' draw and every row's locals).  The model evaluates it by holding the

@@ -16,7 +16,7 @@ gibbs         Mimno-SVI     Gibbs-SSVI
 
 A seventh preset, ``titsias-printed-ssvi``, fits the Titsias q to the local
 objective as the paper's appendix prints it (not a bound;
-``models.bpfa_locals.titsias_printed``), to reproduce its Table 1 row.
+``models.bpfa.local.titsias_printed``), to reproduce its Table 1 row.
 
 References
 ----------
@@ -88,7 +88,7 @@ class SVI(Algorithm):
     local_init : str
         Where the locals' coordinate ascent starts, every iteration
         (``LocalApprox.init``; BPFA: ``"full"`` or ``"prior"``,
-        ``models.bpfa_locals.mean_field``).  Only ``local`` in mf, titsias-printed reads it.
+        ``models.bpfa.local.mean_field``).  Only ``local`` in mf, titsias-printed reads it.
     init_method : str
         The model's initialisation method ("default": its first).
     """

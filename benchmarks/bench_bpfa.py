@@ -5,8 +5,8 @@ K = 250 (0.12–0.48 s on a 2.4 GHz dual core).  Data: 2,000 rows from the BPFA
 prior with D = 64 and 20% of entries held out (masks exercised); Gibbs
 variants use 3 burn-in sweeps and 3 samples; mean-field/Titsias rows sweep
 until their θ moves by < 10⁻³ on average, at most 20 sweeps (the SVI
-defaults).  The local steps use the compiled sweeps of ``models.bpfa_kernels``
-when numba imports (the default of ``models.bpfa_locals``).
+defaults).  The local steps use the compiled sweeps of ``models.bpfa.kernels``
+when numba imports (the default of ``models.bpfa.local``).
 
 Every benchmark times the state after ``WARMUP`` SVI steps, the state a run spends
 its time in: from random initialisation the sampled-view locals need more sweeps
@@ -18,7 +18,7 @@ import numpy as np
 from svibench.algorithms.gibbs import GibbsSampler
 from svibench.datasets.bpfa_synthetic import bpfa_synthetic
 from svibench.models.bpfa import BPFA
-from svibench.models.bpfa_locals import mean_field, titsias, titsias_printed
+from svibench.models.bpfa.local import mean_field, titsias, titsias_printed
 from svibench.registry import get_registry
 
 VARIANTS = ["mf-svi", "mf-ssvi", "titsias-ssvi", "titsias-printed-ssvi", "mimno-svi", "gibbs-ssvi"]

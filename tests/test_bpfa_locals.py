@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from svibench.models.bpfa_locals import (FactorQ, FeatureSweep, GlobalMoments, gibbs, local_elbo, mean_field,
+from svibench.models.bpfa.local import (FactorQ, FeatureSweep, GlobalMoments, gibbs, local_elbo, mean_field,
                                          mf_step, titsias, titsias_printed, titsias_printed_step, titsias_step)
 
 _LOG_2PI = np.log(2 * np.pi)
@@ -228,7 +228,7 @@ def test_mean_field_local_elbo_matches_monte_carlo():
 
 def test_gibbs_sweep_keeps_the_masked_residual_exact():
     """The sparse residual update (only rows whose x_k changed) equals a fresh computation."""
-    from svibench.models.bpfa_locals import gibbs_step
+    from svibench.models.bpfa.local import gibbs_step
     rng = np.random.default_rng(5)
     B, K, D = 30, 5, 7
     view = _point_view(rng, K, D)

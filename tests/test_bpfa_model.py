@@ -9,8 +9,8 @@ from svibench.algorithms.svi import SVI, VMP
 from svibench.capabilities import LocalApprox
 from svibench.datasets.bpfa_synthetic import bpfa_synthetic
 from svibench.models.bpfa import BPFA
-from svibench.models.bpfa_locals import GlobalMoments, LocalMoments
-from svibench.models.bpfa_stats import global_statistics
+from svibench.models.bpfa.local import GlobalMoments, LocalMoments
+from svibench.models.bpfa.stats import global_statistics
 
 
 def _naive(mom: LocalMoments, view: GlobalMoments, Y, M):
@@ -185,7 +185,7 @@ def test_heldout_metrics_against_entrywise_formulas_and_draws_of_the_predictive(
     from scipy.special import logsumexp
     from scipy.stats import norm
 
-    from svibench.models.bpfa_eval import heldout_metrics
+    from svibench.models.bpfa.evaluation import heldout_metrics
 
     rng = np.random.default_rng(5)
     M, n, D = 4, 3, 5

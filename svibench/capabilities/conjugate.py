@@ -50,7 +50,7 @@ class LocalApprox:
         Where a coordinate ascent whose result depends on its start (kinds in
         :data:`STARTED_KINDS`) starts, for models with a choice (their
         ``local_starts``; BPFA: ``"full"`` or ``"prior"``, see
-        ``models.bpfa_locals.mean_field``).
+        ``models.bpfa.local.mean_field``).
     """
 
     kind: str = "mf"

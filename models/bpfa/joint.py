@@ -33,10 +33,10 @@ from svibench.capabilities import LocalApprox
 from svibench.capabilities.conjugate import LocalPosterior
 from svibench.expfam import BetaNatural, GammaNatural, GaussianDiagNatural
 
-from .bpfa_locals import FactorQ
-from .gamma_family import MeanFieldGamma
-from .gaussian_families import MeanFieldGaussian
-from .score_families import MeanFieldBernoulli, MeanFieldBeta, ProductFamily
+from .local import FactorQ
+from ..gamma_family import MeanFieldGamma
+from ..gaussian_families import MeanFieldGaussian
+from ..score_families import MeanFieldBernoulli, MeanFieldBeta, ProductFamily
 
 __all__ = ["BPFAFamily", "FittedLocals", "log_joint", "log_joint_blocks"]
 

@@ -9,7 +9,7 @@ the algorithm used (Shah et al. 2015, eq. 12):
 * structured (sampled view: MF-/Titsias-/Gibbs-SSVI): β⁽ᵐ⁾ ~ q(β), then the
   locals' approximation given β⁽ᵐ⁾ and one draw from it;
 * globals with a q of every training row's locals fitted alongside them
-  (``models.bpfa_joint.FittedLocals``, from BBVI): β⁽ᵐ⁾ ~ q(β) and ψᵢ⁽ᵐ⁾ from
+  (``models.bpfa.joint.FittedLocals``, from BBVI): β⁽ᵐ⁾ ~ q(β) and ψᵢ⁽ᵐ⁾ from
   that q, nothing recomputed;
 * a Gibbs-sampler state (``ChainState``): β⁽ᵐ⁾ = the chain's current globals,
   ψᵢ⁽ᵐ⁾ = M further local sweeps started from the chain's locals (the
@@ -27,8 +27,8 @@ import numpy as np
 
 from svibench.capabilities import LocalApprox
 
-from .bpfa_chain import ChainState, point_view
-from .bpfa_locals import FactorQ, GlobalMoments, draw_from_q, factor_q, gibbs, local_elbo
+from .chain import ChainState, point_view
+from .local import FactorQ, GlobalMoments, draw_from_q, factor_q, gibbs, local_elbo
 
 __all__ = ["expected_view", "sampled_view", "predictive_chunks", "heldout_metrics"]
 

@@ -13,9 +13,9 @@ The model offers the conditionally conjugate capability for the SVI family
 VMP), the complete-conditional sweep of the uncollapsed Gibbs sampler
 (``algorithms.gibbs``), and its log joint with a fully factorised family for
 score-function BBVI (small problems only).  The maths lives in
-``models.bpfa_locals`` (local approximations), ``models.bpfa_stats`` (eq. 7),
-``models.bpfa_chain`` (Gibbs sampler), ``models.bpfa_joint`` (log joint) and
-``models.bpfa_eval`` (eq. 12 and metrics).
+``models.bpfa.local`` (local approximations), ``models.bpfa.stats`` (eq. 7),
+``models.bpfa.chain`` (Gibbs sampler), ``models.bpfa.joint`` (log joint) and
+``models.bpfa.evaluation`` (eq. 12 and metrics).
 
 Data: a ``Dataset`` of kind ``"factor"`` or ``"images"`` with ``train["Y"]``
 (N, D) and ``train["mask"]`` (N, D, 1 = observed) and ``test["Y"]`` (true
@@ -35,10 +35,10 @@ from svibench.expfam import BetaNatural, GammaNatural, GaussianDiagNatural
 from svibench.datasets.images import assemble_patches
 from svibench.model import Model
 
-from . import bpfa_eval, bpfa_joint
-from .bpfa_chain import ChainState, point_view, sample_globals, sweep_locals
-from .bpfa_locals import FACTOR_KINDS, LOCAL_STARTS, GlobalMoments, LocalMoments, factor_q, gibbs
-from .bpfa_stats import global_statistics
+from . import evaluation, joint
+from .chain import ChainState, point_view, sample_globals, sweep_locals
+from .local import FACTOR_KINDS, LOCAL_STARTS, GlobalMoments, LocalMoments, factor_q, gibbs
+from .stats import global_statistics
 
 __all__ = ["BPFA"]
 
@@ -139,14 +139,14 @@ class BPFA(Model):
         return {name: self._prior[name] + (N / len(rows)) * stats[name] for name in self._prior}
 
     def expected_view(self, lam: Globals) -> GlobalMoments:
-        return bpfa_eval.expected_view(lam)
+        return evaluation.expected_view(lam)
 
     def sampled_view(self, lam: Globals, rng: np.random.Generator) -> GlobalMoments:
-        return bpfa_eval.sampled_view(lam, rng)
+        return evaluation.sampled_view(lam, rng)
 
     def local_statistics(self, view: GlobalMoments, batch: np.ndarray, approx: LocalApprox,
                          rng: np.random.Generator) -> Globals:
-        """Σ_{i∈batch} η̂ᵢ (eq. 7, corrected; ``models.bpfa_stats``) under ``approx`` given ``view``."""
+        """Σ_{i∈batch} η̂ᵢ (eq. 7, corrected; ``models.bpfa.stats``) under ``approx`` given ``view``."""
         Y, M = self.Y[batch], self.M[batch]
         return global_statistics(self.local_moments(view, Y, M, approx, rng), view, Y, M)
 
@@ -160,24 +160,24 @@ class BPFA(Model):
             return factor_q(view, Y, M, approx).moments()
         raise ValueError(f"bpfa offers local approximations {self.local_kinds}, not {approx.kind!r}")
 
-    # -- capability: log joint (score-function BBVI; models.bpfa_joint)
-    def variational_family(self, kind: str = "meanfield") -> bpfa_joint.BPFAFamily:
-        """The fully factorised q over π, Φ, γ_obs, γ_w, Z, W (``models.bpfa_joint``)."""
+    # -- capability: log joint (score-function BBVI; models.bpfa.joint)
+    def variational_family(self, kind: str = "meanfield") -> joint.BPFAFamily:
+        """The fully factorised q over π, Φ, γ_obs, γ_w, Z, W (``models.bpfa.joint``)."""
         if kind not in self.family_kinds:
             raise ValueError(f"bpfa offers variational families {self.family_kinds}, not {kind!r}")
-        return bpfa_joint.BPFAFamily(self)
+        return joint.BPFAFamily(self)
 
     def log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
-        return bpfa_joint.log_joint(self, self.variational_family(), z, batch)
+        return joint.log_joint(self, self.variational_family(), z, batch)
 
     def log_joint_blocks(self, z: np.ndarray, kind: str, batch: np.ndarray | None = None) -> np.ndarray:
-        return bpfa_joint.log_joint_blocks(self, self.variational_family(kind), z, batch)
+        return joint.log_joint_blocks(self, self.variational_family(kind), z, batch)
 
     # -- the uncollapsed Gibbs sampler (algorithms.gibbs)
     def chain_init(self, rng: np.random.Generator, method: str = "random", rows: np.ndarray | None = None) -> ChainState:
         """Random start of the Gibbs sampler: globals drawn from the random-init λ, no feature on."""
         lam = self.init_globals(rng, method)
-        view = bpfa_eval.sampled_view(lam, rng)
+        view = evaluation.sampled_view(lam, rng)
         n = self.n_train if rows is None else len(rows)
         return ChainState(np.exp(view.log_pi), view.phi, view.gamma_w, view.gamma_obs, np.zeros((n, self.features)))
 
@@ -230,9 +230,9 @@ class BPFA(Model):
         recon = np.zeros_like(self.Y) if image else None
         scale = np.broadcast_to(np.asarray(self.data.meta.get("scale", 1.0), dtype=float), (self.Y.shape[1],))
         ll = se = se_draw = elbo = 0.0
-        for rows, means, gammas, local in bpfa_eval.predictive_chunks(posterior, self.Y, self.M, self.predictive_samples,
+        for rows, means, gammas, local in evaluation.predictive_chunks(posterior, self.Y, self.M, self.predictive_samples,
                                                                       rng, self.eval_chunk):
-            row_ll, row_se, row_se_draw, mean = bpfa_eval.heldout_metrics(means, gammas, truth[rows], T[rows], scale)
+            row_ll, row_se, row_se_draw, mean = evaluation.heldout_metrics(means, gammas, truth[rows], T[rows], scale)
             ll, se, se_draw, elbo = ll + row_ll, se + row_se, se_draw + row_se_draw, elbo + local
             if image:
                 recon[rows] = mean

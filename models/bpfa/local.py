@@ -27,10 +27,10 @@ The result of every approximation is a :class:`LocalMoments`: S "draws" of
 (E[x], E[x²], E[z], E[w²]) per row and feature, whose cross moments within a
 draw are products — exact for mean-field and Titsias (S = 1, independent
 features) and for Gibbs samples (S = number of kept sweeps, X2 = X²).  The
-eq. 7 statistics are written once in terms of these (``models.bpfa_stats``).
+eq. 7 statistics are written once in terms of these (``models.bpfa.stats``).
 
 The numpy code here is the reference.  ``mean_field``, ``titsias`` and
-``gibbs`` run the same sweeps compiled (``models.bpfa_kernels``, numba) when
+``gibbs`` run the same sweeps compiled (``models.bpfa.kernels``, numba) when
 ``kernel=True``, or by default when numba imports (:data:`KERNEL`; set the
 environment variable ``SVIBENCH_BPFA_KERNEL=0`` to default to the reference).
 Both paths start from the same ``FeatureSweep`` state and consume the same
@@ -51,7 +51,7 @@ from functools import cached_property
 import numpy as np
 from scipy.special import expit
 
-from . import bpfa_kernels
+from . import kernels
 
 __all__ = [
     "GlobalMoments",
@@ -79,16 +79,16 @@ LOCAL_TOL = 1e-3
 #: (:func:`mean_field`, :func:`titsias_printed`).
 LOCAL_STARTS = ("full", "prior")
 #: The local kinds with a factorised q (:class:`FactorQ`, :func:`factor_q`); their order is the
-#: compiled kernel's ``mode`` (``bpfa_kernels.factor_sweeps``).
+#: compiled kernel's ``mode`` (``kernels.factor_sweeps``).
 FACTOR_KINDS = ("mf", "titsias", "titsias-printed")
 #: Default of the ``kernel`` argument: the compiled sweeps when numba imports, unless SVIBENCH_BPFA_KERNEL=0.
-KERNEL = bpfa_kernels.AVAILABLE and os.environ.get("SVIBENCH_BPFA_KERNEL", "1") != "0"
+KERNEL = kernels.AVAILABLE and os.environ.get("SVIBENCH_BPFA_KERNEL", "1") != "0"
 
 
 def _use_kernel(kernel: bool | None) -> bool:
     if kernel is None:
         return KERNEL
-    if kernel and not bpfa_kernels.AVAILABLE:
+    if kernel and not kernels.AVAILABLE:
         raise ImportError("kernel=True needs numba (pip install numba)")
     return bool(kernel)
 
@@ -288,7 +288,7 @@ def titsias_printed_step(sweep: FeatureSweep, q: FactorQ, k: int) -> None:
     sweep.set(k, theta * m)
 
 
-#: The compiled kernel's code of each factorised local kind (``bpfa_kernels.factor_sweeps``).
+#: The compiled kernel's code of each factorised local kind (``kernels.factor_sweeps``).
 _KERNEL_MODE = {kind: mode for mode, kind in enumerate(FACTOR_KINDS)}
 
 
@@ -303,7 +303,7 @@ def _coordinate_ascent(view, Y, M, kind, step, max_sweeps, tol, kernel, theta0=1
     if _use_kernel(kernel):
         sweep = FeatureSweep(view, Y, M, np.zeros((B, K)))
         mode = _KERNEL_MODE[kind]
-        bpfa_kernels.factor_sweeps(mode, sweep.R, sweep.X, _c(M), _c(view.phi), sweep.A, sweep.Q,
+        kernels.factor_sweeps(mode, sweep.R, sweep.X, _c(M), _c(view.phi), sweep.A, sweep.Q,
                                    sweep.half_log if kind == "titsias" else sweep.A, float(view.gamma_obs),
                                    float(view.gamma_w), _c(view.logit_pi), q.theta, q.mean_w, q.var_w, max_sweeps, tol)
         return q
@@ -416,7 +416,7 @@ def gibbs(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, burnin: int, sample
     Z = np.empty((samples, B, K))
     W2 = np.empty((samples, B, K))
     if _use_kernel(kernel):
-        bpfa_kernels.gibbs_sweeps(sweep.R, sweep.X, _c(M), _c(view.phi), sweep.Q, sweep.kappa, sweep.half_log,
+        kernels.gibbs_sweeps(sweep.R, sweep.X, _c(M), _c(view.phi), sweep.Q, sweep.kappa, sweep.half_log,
                                   float(view.gamma_obs), float(view.gamma_w), _c(view.logit_pi), U, N, burnin,
                                   X, Z, W2)
         return LocalMoments(X, X * X, Z, W2)
