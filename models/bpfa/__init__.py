@@ -13,9 +13,9 @@ The model offers the conditionally conjugate capability for the SVI family
 VMP), the complete-conditional sweep of the uncollapsed Gibbs sampler
 (``algorithms.gibbs``), and its log joint with a fully factorised family for
 score-function BBVI (small problems only).  The maths lives in
-``models.bpfa.local`` (local approximations), ``models.bpfa.stats`` (eq. 7),
-``models.bpfa.chain`` (Gibbs sampler), ``models.bpfa.joint`` (log joint) and
-``models.bpfa.evaluation`` (eq. 12 and metrics).
+``models.bpfa.local`` (local approximations, one table of kinds), ``models.bpfa.stats``
+(eq. 7), ``models.bpfa.chain`` (Gibbs sampler), ``models.bpfa.joint`` (log joint),
+``models.bpfa.evaluation`` (eq. 12 and metrics) and ``models.bpfa.kernels`` (compiled sweeps).
 
 Data: a ``Dataset`` of kind ``"factor"`` or ``"images"`` with ``train["Y"]``
 (N, D) and ``train["mask"]`` (N, D, 1 = observed) and ``test["Y"]`` (true
@@ -25,19 +25,21 @@ patch geometry and the standardisation (``offset``, ``scale``).
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from svibench.capabilities import Globals, LocalApprox
+from svibench.capabilities.conjugate import ConjugatePosterior
 from svibench.data import Dataset
 from svibench.expfam import BetaNatural, GammaNatural, GaussianDiagNatural
+from svibench.minibatch import sample_minibatch
 from svibench.datasets.images import assemble_patches
 from svibench.model import Model
 
 from . import evaluation, joint
 from .chain import ChainState, point_view, sample_globals, sweep_locals
-from .local import FACTOR_KINDS, LOCAL_STARTS, GlobalMoments, LocalMoments, factor_q, gibbs
+from .local import LOCAL_STARTS, LOCALS, GlobalMoments, LocalMoments
 from .stats import global_statistics
 
 __all__ = ["BPFA"]
@@ -67,7 +69,7 @@ class BPFA(Model):
     name = "bpfa"
     data_kinds = ("factor", "images")
     metrics = ("elbo", "heldout_loglik", "mse", "draw_mse", "psnr", "psnr_fit")
-    local_kinds: ClassVar[tuple[str, ...]] = (*FACTOR_KINDS, "gibbs")
+    local_kinds: ClassVar[tuple[str, ...]] = tuple(LOCALS)
     local_starts: ClassVar[tuple[str, ...]] = LOCAL_STARTS
     family_kinds: ClassVar[tuple[str, ...]] = ("meanfield",)
     init_methods: ClassVar[tuple[str, ...]] = ("random", "gibbs")
@@ -126,7 +128,7 @@ class BPFA(Model):
                 "gamma_obs": GammaNatural.from_shape_rate(10.0, 1.0),
                 "gamma_w": GammaNatural.from_shape_rate(10.0, 10.0),
             }
-        rows = np.sort(rng.choice(N, size=min(self.init_rows, N), replace=False))
+        rows = sample_minibatch(rng, N, self.init_rows)
         Y, M = self.Y[rows], self.M[rows]
         state = self.chain_init(rng, "random", rows)
         for _ in range(self.init_sweeps):
@@ -153,12 +155,10 @@ class BPFA(Model):
     def local_moments(self, view: GlobalMoments, Y: np.ndarray, M: np.ndarray, approx: LocalApprox,
                       rng: np.random.Generator) -> LocalMoments:
         """The locals' moments under ``approx``: mean-field (eq. 8–9), Titsias (eq. 11; or fitted to
-        the appendix's printed objective) or Gibbs."""
-        if approx.kind == "gibbs":
-            return gibbs(view, Y, M, approx.burnin, approx.samples, rng)
-        if approx.kind in FACTOR_KINDS:
-            return factor_q(view, Y, M, approx).moments()
-        raise ValueError(f"bpfa offers local approximations {self.local_kinds}, not {approx.kind!r}")
+        the appendix's printed objective) or Gibbs (``models.bpfa.local.LOCALS``)."""
+        if approx.kind not in LOCALS:
+            raise ValueError(f"bpfa offers local approximations {self.local_kinds}, not {approx.kind!r}")
+        return LOCALS[approx.kind].moments(view, Y, M, approx, rng)
 
     # -- capability: log joint (score-function BBVI; models.bpfa.joint)
     def variational_family(self, kind: str = "meanfield") -> joint.BPFAFamily:
@@ -192,7 +192,7 @@ class BPFA(Model):
         """Σ over globals of KL(q ‖ p)."""
         return float(sum(np.sum(lam[name].kl(self._prior[name])) for name in self._prior))
 
-    def evaluate(self, posterior: Any, rng: np.random.Generator) -> dict[str, float]:
+    def evaluate(self, posterior: ConjugatePosterior | ChainState, rng: np.random.Generator) -> dict[str, float]:
         """Metrics of λ (from the SVI family, with its local approximation) or of a Gibbs-sampler state.
 
         * ``heldout_loglik``: eq. 12 with ``predictive_samples`` draws per row,
@@ -221,7 +221,8 @@ class BPFA(Model):
           are only attainable on the pixels the model was fitted to);
         * ``elbo``: only for mean-field locals given E_q[β] (MF-SVI, VMP, or a
           plain λ): the full ELBO with every row's mean-field locals re-optimised
-          given the current λ (eq. 9 with constants) minus Σ KL(q(β) ‖ p(β)).
+          given the current λ (eq. 9 with constants) minus Σ KL(q(β) ‖ p(β)); the
+          locals' kinds that report it are ``elbo`` in ``models.bpfa.local.FACTOR_KINDS``.
         """
         test = self.data.test
         T = np.asarray(test["mask"], dtype=float)
@@ -239,7 +240,7 @@ class BPFA(Model):
         n_test = max(T.sum(), 1.0)
         out = {"heldout_loglik": ll / n_test, "mse": se / n_test, "draw_mse": se_draw / n_test}
         if not isinstance(posterior, ChainState) and np.isfinite(elbo):
-            out["elbo"] = elbo - self.global_kl(posterior)
+            out["elbo"] = elbo - self.global_kl(posterior.lam)
         if image:
             out["psnr"] = psnr(recon, self.data.meta, np.asarray(test["image"], dtype=float))
             out["psnr_fit"] = psnr_fit(recon, self.Y, self.M, self.data.meta, test["image"].shape)
