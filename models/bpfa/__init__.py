@@ -219,8 +219,8 @@ class BPFA(Model):
           only — our reading of the paper's Table 1 (§5.2 does not say which
           pixels; its 34–47 dB with 80% missing, and rmse < σ = 15 in denoising,
           are only attainable on the pixels the model was fitted to);
-        * ``elbo``: only for mean-field locals given E_q[β] (MF-SVI, VMP, or a
-          plain λ): the full ELBO with every row's mean-field locals re-optimised
+        * ``elbo``: only for mean-field locals given E_q[β] (MF-SVI, VMP, or BBVI's
+          fitted mean-field locals): the full ELBO with every row's mean-field locals re-optimised
           given the current λ (eq. 9 with constants) minus Σ KL(q(β) ‖ p(β)); the
           locals' kinds that report it are ``elbo`` in ``models.bpfa.local.FACTOR_KINDS``.
         """
