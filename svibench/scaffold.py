@@ -146,7 +146,6 @@ class ${cls}(Algorithm):
     # step(), comes from ``rng`` (same seed → same trajectory).  State lives in
     # attributes ending in '_'.  Never write to the model's or the data's arrays.
     def init(self, model: Any, rng: np.random.Generator) -> None:
-        self.check_params()
         self.model_, self.rng_ = model, rng
         self.approx_ = LocalApprox("mf")
         self.eta_ = model.prior_natural()

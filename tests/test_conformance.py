@@ -37,5 +37,5 @@ def test_small_problem_of_each_model_builds_small(model):
     problems, missing = small_problems(REGISTRY)
     if model in missing:
         pytest.skip(f"{model} {missing[model]}: the conformance suite leaves it out")
-    built = problems[model].build(REGISTRY)
+    built = problems[model].build()
     assert 0 < built.n_train <= 2000, "a conformance problem must be small (the suite runs it dozens of times)"
