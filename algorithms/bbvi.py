@@ -149,7 +149,6 @@ class BBVI(Algorithm, Generic[Q]):
             raise ValueError("batch_size must be ≥ 1 or None")
 
     def init(self, model: LogJoint, rng: np.random.Generator) -> None:
-        self.check_params()
         self.model_, self.rng_ = model, rng
         self.kind_ = self.family or model.family_kinds[0]
         self.q_ = model.variational_family(self.kind_)

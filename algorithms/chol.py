@@ -71,7 +71,6 @@ class Chol(Algorithm):
             raise ValueError("n_nodes ≥ 2, iterations_per_step ≥ 1, memory ≥ 1 and init_scale > 0 are required")
 
     def init(self, model: LatentGaussian, rng: np.random.Generator) -> None:
-        self.check_params()
         self.model_ = model
         prior = model.latent_prior()
         X = model.design()

@@ -213,7 +213,6 @@ class CVI(Algorithm):
         return make_schedule(rho=self.rho, w=None if self.rho is not None else self.w, t0=self.t0, kappa=self.kappa)
 
     def init(self, model: LatentGaussian, rng: np.random.Generator) -> None:
-        self.check_params()
         self.model_, self.rng_ = model, rng
         self.schedule_ = self._schedule()
         self.conjugate_ = PseudoObservationPosterior(model)

@@ -122,7 +122,6 @@ class CVIMF(Algorithm):
             raise ValueError(f"max_shrinks must be ≥ 0, got {self.max_shrinks}")
 
     def init(self, model: Any, rng: np.random.Generator) -> None:
-        self.check_params()
         self.model_, self.rng_ = model, rng
         self.lam_ = dict(model.mf_init(rng))
         self.groups_ = [tuple(self.lam_)] if self.sweep == "parallel" else [(name,) for name in self.lam_]

@@ -65,7 +65,6 @@ class GammaSGVB(Algorithm, Generic[Q]):
             raise ValueError("gamma-sgvb: need step_size > 0, eps > 0, 0 < decay ≤ 1 and n_samples ≥ 1")
 
     def init(self, model: Any, rng: np.random.Generator) -> None:
-        self.check_params()
         self.model_, self.rng_ = model, rng
         self.q_ = model.variational_family(model.family_kinds[0])
         self.phi_ = self.q_.init_params(rng)

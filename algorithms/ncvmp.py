@@ -71,7 +71,6 @@ class NCVMP(Algorithm):
             raise ValueError("init_theta2 must be < 0")
 
     def init(self, model: LatentGaussian, rng: np.random.Generator) -> None:
-        self.check_params()
         self.model_ = model
         prior, X = model.latent_prior(), model.design()
         self.X_ = None if X is None else (X.toarray() if scipy.sparse.issparse(X) else np.asarray(X, float))

@@ -148,7 +148,6 @@ class SVI(_ConjugateFamily):
         make_schedule(rho=self.rho, t0=self.t0, kappa=self.kappa)
 
     def init(self, model: Any, rng: np.random.Generator) -> None:
-        self.check_params()
         self.model_, self.rng_ = model, rng
         self.schedule_ = make_schedule(rho=self.rho, t0=self.t0, kappa=self.kappa)
         self._start(LocalApprox(self.local, self.burnin, self.samples, self.inner_iterations, self.inner_tol,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from svibench.problem import build_model
 from svibench.registry import get_registry
 from svibench.spec import ProblemSpec
 
@@ -51,11 +52,12 @@ def _default_problem(model: str) -> ProblemSpec | None:
     model_cls = registry.model(model)
     for name, (info, _) in sorted(registry.datasets.items()):
         if info.kind in model_cls.data_kinds:
+            spec = ProblemSpec(f"{model}/{name}", model, name)
             try:
-                model_cls(info.loader())
+                build_model(spec, cache=False)
             except Exception:  # unavailable, missing file, data the model cannot take: try the next one
                 continue
-            return ProblemSpec(f"{model}/{name}", model, name)
+            return spec
     return None
 
 

@@ -11,8 +11,9 @@ import math
 
 import numpy as np
 
+from svibench.problem import build_model
 from svibench.registry import get_registry
-from svibench.runner import build_model, execute
+from svibench.runner import execute
 from svibench.spec import Budget, Checkpoints, RunSpec
 
 from ._problems import PEAKMEM_MODELS, SEED, pairs, parse_pair

@@ -65,6 +65,9 @@ class GaussianMixture(Model):
     """
 
     name = "gmm"
+    #: Small problem of the conformance suite (``svibench.testing``).
+    conformance_problem: ClassVar[dict] = {"dataset": "gmm-synthetic", "model_params": {"components": 3},
+                                           "dataset_params": {"n": 300, "n_test": 100, "dim": 2, "components": 3, "seed": 0}}
     data_kinds = ("density",)
     metrics = ("elbo", "heldout_loglik")
     local_kinds: ClassVar[tuple[str, ...]] = ("mf", "gibbs")

@@ -33,6 +33,9 @@ class BayesianLinearRegression(Model):
     """
 
     name = "linreg"
+    #: Small problem of the conformance suite (``svibench.testing``).
+    conformance_problem: ClassVar[dict] = {"dataset": "linreg-synthetic",
+                                           "dataset_params": {"n": 300, "n_test": 100, "dim": 3, "seed": 0}}
     data_kinds = ("regression",)
     metrics = ("elbo", "heldout_loglik", "posterior_kl")
     local_kinds: ClassVar[tuple[str, ...]] = ("mf",)

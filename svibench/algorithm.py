@@ -73,7 +73,8 @@ class Algorithm:
     def check_params(self) -> None:
         """Validate hyperparameters before any work (raise ValueError with the fix).
 
-        Called when a study is loaded, so a bad value stops the sweep before it starts.
+        Called when a study is loaded, so a bad value stops the sweep before it starts,
+        and by the runner before :meth:`init` (which need not call it).
         """
 
     # -- the iteration

@@ -9,42 +9,26 @@ numbers (common random numbers make comparisons sharper).
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 import traceback
 import zlib
 from dataclasses import asdict
-from functools import lru_cache
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import xarray as xr
 
-from .algorithm import Diverged
+from .algorithm import Algorithm, Diverged
 from .model import Model
+from .problem import build_model
 from .registry import get_registry
-from .spec import ProblemSpec, RunSpec, canonical_json
+from .spec import RunSpec, canonical_json
 
-__all__ = ["execute", "build_model", "run_seeds", "STATUSES"]
+__all__ = ["execute", "run_seeds", "STATUSES"]
 
 STATUSES = ("ok", "diverged", "failed", "timeout")
 TRACKED = ("iteration", "epoch", "time")
-
-
-@lru_cache(maxsize=8)
-def _build_model_cached(key: str, plugins: tuple[str, ...]) -> Model:
-    spec = ProblemSpec(**json.loads(key))
-    return build_model(spec, plugins, cache=False)
-
-
-def build_model(spec: ProblemSpec, plugins: tuple[str, ...] = (), *, cache: bool = True) -> Model:
-    """Load the dataset and bind the model to it (cached per process: runs share data)."""
-    if cache:
-        return _build_model_cached(spec.key(), plugins)
-    registry = get_registry(plugins)
-    data = registry.dataset(spec.dataset).loader(**spec.dataset_params)
-    return registry.model(spec.model)(data, **spec.model_params)
 
 
 def run_seeds(spec: RunSpec) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
@@ -59,6 +43,50 @@ def _where(exc: BaseException) -> str:
     return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
 
 
+class _Schedule:
+    """When to evaluate: the spec's checkpoints along its budget's progress axis."""
+
+    def __init__(self, spec: RunSpec) -> None:
+        self.axis, _ = spec.budget.progress_axis()
+        self._points = iter(spec.checkpoints.schedule(spec.budget))
+        self._next = next(self._points, math.inf)
+
+    def due(self, iteration: int, epoch: float, seconds: float) -> bool:
+        """Whether a checkpoint has been reached; moves past every checkpoint reached."""
+        progress = {"iterations": iteration, "epochs": epoch, "seconds": seconds}[self.axis]
+        if progress < self._next:
+            return False
+        while self._next <= progress:
+            self._next = next(self._points, math.inf)
+        return True
+
+
+class _Trajectory:
+    """A run's checkpoint rows: the posterior evaluated, with the algorithm's clock stopped."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, float]] = []
+        self.metrics: tuple[str, ...] = ()
+        self.evaluation_seconds = 0.0
+
+    def record(self, model: Model, alg: Algorithm, rng: np.random.Generator, iteration: int, epoch: float,
+               algorithm_seconds: float) -> None:
+        """Evaluate the current posterior and add its row; raise :class:`Diverged` on a non-finite metric."""
+        t_eval = time.perf_counter()
+        values = model.evaluate(alg.posterior(), rng)
+        self.evaluation_seconds += time.perf_counter() - t_eval
+        unknown = set(values) - set(self.metrics)
+        if unknown:
+            raise ValueError(f"{type(model).__name__}.evaluate returned metrics not in its `metrics`: {sorted(unknown)}")
+        self.rows.append({"iteration": iteration, "epoch": epoch, "time": algorithm_seconds, **values})
+        bad = [k for k, v in values.items() if not np.isfinite(v)]
+        if bad:
+            raise Diverged(f"non-finite {', '.join(bad)} at iteration {iteration}")
+
+    def ends_at(self, iteration: int) -> bool:
+        return bool(self.rows) and self.rows[-1]["iteration"] == iteration
+
+
 def execute(
     spec: RunSpec,
     *,
@@ -68,72 +96,62 @@ def execute(
     """Make one run and return its trajectory as an xarray Dataset (dim ``checkpoint``).
 
     Never raises for the run's own faults: an exception ends the run ``failed``
-    with its message, a non-finite metric ``diverged``, the wall-clock limit
-    ``timeout``; the checkpoints recorded so far are kept.  ``on_step``, if
-    given, is called after every step with (iteration, epoch, algorithm
-    seconds), outside the clock; it must be cheap (e.g. throttle its output).
+    with its message (hyperparameters that ``check_params`` rejects included),
+    a non-finite metric ``diverged``, the wall-clock limit ``timeout``; the
+    checkpoints recorded so far are kept.  ``on_step``, if given, is called
+    after every step with (iteration, epoch, algorithm seconds), outside the
+    clock; it must be cheap (e.g. throttle its output).
     """
-    rows: list[dict[str, float]] = []
+    trajectory = _Trajectory()
     status, message, tb = "ok", "", ""
-    algorithm_seconds = evaluation_seconds = 0.0
     started = time.monotonic()
-    metrics: tuple[str, ...] = ()
     try:
-        registry = get_registry(spec.plugins)
-        entry = registry.algorithm(spec.algorithm)
-        model = build_model(spec.problem, spec.plugins)
-        metrics = type(model).metrics
-        alg = entry.build(dict(spec.params))
-        alg_seeds, eval_seeds = run_seeds(spec)
-        axis, _ = spec.budget.progress_axis()
-        schedule = iter(spec.checkpoints.schedule(spec.budget))
-        next_point = next(schedule, math.inf)
-
-        def evaluate(iteration: int, epoch: float) -> None:
-            nonlocal evaluation_seconds
-            t_eval = time.perf_counter()
-            values = model.evaluate(alg.posterior(), np.random.default_rng(eval_seeds.spawn(1)[0]))
-            evaluation_seconds += time.perf_counter() - t_eval
-            unknown = set(values) - set(metrics)
-            if unknown:
-                raise ValueError(f"{type(model).__name__}.evaluate returned metrics not in its `metrics`: {sorted(unknown)}")
-            rows.append({"iteration": iteration, "epoch": epoch, "time": algorithm_seconds, **values})
-            bad = [k for k, v in values.items() if not np.isfinite(v)]
-            if bad:
-                raise Diverged(f"non-finite {', '.join(bad)} at iteration {iteration}")
-
-        t0 = clock()
-        alg.init(model, np.random.default_rng(alg_seeds))
-        algorithm_seconds += clock() - t0
-        iteration, seen = 0, 0
-        evaluate(0, 0.0)
-        while True:
-            t0 = clock()
-            seen += alg.step()
-            algorithm_seconds += clock() - t0
-            iteration += 1
-            epoch = seen / model.n_train
-            progress = {"iterations": iteration, "epochs": epoch, "seconds": algorithm_seconds}[axis]
-            done = spec.budget.exhausted(iteration, epoch, algorithm_seconds)
-            if on_step is not None:
-                on_step(iteration, epoch, algorithm_seconds)
-            if progress >= next_point or done:
-                while next_point <= progress:
-                    next_point = next(schedule, math.inf)
-                evaluate(iteration, epoch)
-            if done:
-                break
-            if spec.timeout is not None and time.monotonic() - started > spec.timeout:
-                if not rows or rows[-1]["iteration"] != iteration:
-                    evaluate(iteration, epoch)
-                status, message = "timeout", f"run exceeded its time limit of {spec.timeout:g} s at iteration {iteration}"
-                break
+        status, message = _run(spec, trajectory, clock, on_step, started)
     except Diverged as exc:
         status, message = "diverged", str(exc)
     except Exception as exc:  # the run's own fault: record it, the sweep goes on
         status, message, tb = "failed", f"{type(exc).__name__}: {exc}{_where(exc)}", traceback.format_exc()
-    return to_dataset(spec, rows, metrics, status, message, tb, wall_seconds=time.monotonic() - started,
-                      evaluation_seconds=evaluation_seconds)
+    return to_dataset(spec, trajectory.rows, trajectory.metrics, status, message, tb,
+                      wall_seconds=time.monotonic() - started, evaluation_seconds=trajectory.evaluation_seconds)
+
+
+def _run(spec: RunSpec, trajectory: _Trajectory, clock: Callable[[], float],
+         on_step: Callable[[int, float, float], None] | None, started: float) -> tuple[str, str]:
+    """Validate, init and step until the budget or the time limit ends; (status, message) of the run."""
+    entry = get_registry(spec.plugins).algorithm(spec.algorithm)
+    model = build_model(spec.problem, spec.plugins)
+    trajectory.metrics = type(model).metrics
+    alg = entry.build(dict(spec.params))
+    alg.check_params()
+    alg_seeds, eval_seeds = run_seeds(spec)
+    schedule = _Schedule(spec)
+    seconds = 0.0
+
+    def evaluate(iteration: int, epoch: float) -> None:
+        trajectory.record(model, alg, np.random.default_rng(eval_seeds.spawn(1)[0]), iteration, epoch, seconds)
+
+    t0 = clock()
+    alg.init(model, np.random.default_rng(alg_seeds))
+    seconds += clock() - t0
+    iteration, seen = 0, 0
+    evaluate(0, 0.0)
+    while True:
+        t0 = clock()
+        seen += alg.step()
+        seconds += clock() - t0
+        iteration += 1
+        epoch = seen / model.n_train
+        done = spec.budget.exhausted(iteration, epoch, seconds)
+        if on_step is not None:
+            on_step(iteration, epoch, seconds)
+        if schedule.due(iteration, epoch, seconds) or done:
+            evaluate(iteration, epoch)
+        if done:
+            return "ok", ""
+        if spec.timeout is not None and time.monotonic() - started > spec.timeout:
+            if not trajectory.ends_at(iteration):
+                evaluate(iteration, epoch)
+            return "timeout", f"run exceeded its time limit of {spec.timeout:g} s at iteration {iteration}"
 
 
 def to_dataset(

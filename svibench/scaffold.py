@@ -135,8 +135,8 @@ class ${cls}(Algorithm):
             reason = f"{model_cls.name} offers no mean-field local step"
         return reason
 
-    # Contract: validate hyperparameters eagerly (a study calls this before
-    # any run starts); raise ValueError saying what to change.
+    # Contract: validate hyperparameters eagerly (a study calls this when it is
+    # loaded, the runner before init); raise ValueError saying what to change.
     def check_params(self) -> None:
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be ≥ 1, got {self.batch_size}")
@@ -147,7 +147,6 @@ class ${cls}(Algorithm):
     # step(), comes from ``rng`` (same seed → same trajectory).  State lives in
     # attributes ending in '_'.  Never write to the model's or the data's arrays.
     def init(self, model: Any, rng: np.random.Generator) -> None:
-        self.check_params()
         self.model_, self.rng_ = model, rng
         self.approx_ = LocalApprox("mf")
         self.eta_ = model.prior_natural()

@@ -8,9 +8,9 @@ from typing import Callable, Iterator, Sequence
 
 import xarray as xr
 
-from .data import DataError, DatasetUnavailable
+from .data import DataError, DatasetUnavailable, data_dir
+from .problem import load_dataset
 from .progress import Progress
-from .registry import get_registry
 from .results import ResultsError, environment, read_run, run_files, write_json, write_run
 from .spec import RunSpec, canonical_json
 from .study import Study
@@ -89,15 +89,17 @@ Executor = Callable[[Sequence[RunSpec]], Iterator[xr.Dataset]]
 def check_data(runs: Sequence[RunSpec]) -> None:
     """Load every dataset ``runs`` need once, before any run starts.
 
+    Loading verifies each real data file against its SHA-256 checksum.
+
     Raises
     ------
     DataError
-        Naming each problem whose data file is missing, corrupt or malformed
-        (NaN, wrong shape), with the loader's advice, or whose loader rejects
-        its parameters: a sweep must not spend hours recording the same error in
-        every run.  A dataset this machine cannot provide at all
-        (:class:`~svibench.data.DatasetUnavailable`) is left to its runs, which
-        record the reason.
+        Naming each problem whose dataset this machine cannot provide
+        (:class:`~svibench.data.DatasetUnavailable`: the data directory and the
+        loader's advice on getting the file), whose data file is missing,
+        corrupt or malformed (NaN, wrong shape), or whose loader rejects its
+        parameters: a sweep must not spend hours recording the same error in
+        every run.
     """
     seen: set[tuple[str, str]] = set()
     problems: list[str] = []
@@ -107,16 +109,18 @@ def check_data(runs: Sequence[RunSpec]) -> None:
             continue
         seen.add(key)
         try:
-            get_registry(run.plugins).dataset(run.problem.dataset).loader(**run.problem.dataset_params)
-        except DatasetUnavailable:
-            pass
+            load_dataset(run.problem, run.plugins)
+        except DatasetUnavailable as exc:
+            problems.append(f"{run.problem.name}: dataset {run.problem.dataset!r} is not available "
+                            f"(data directory {data_dir()}): {exc}")
         except DataError as exc:
             problems.append(f"{run.problem.name}: {exc}")
         except Exception as exc:  # a loader rejecting its parameters (ValueError, TypeError, ...)
             problems.append(f"{run.problem.name}: dataset {run.problem.dataset!r} with {run.problem.dataset_params}: "
                             f"{type(exc).__name__}: {exc}")
     if problems:
-        raise DataError("nothing was run; these problems' data cannot be loaded:\n  " + "\n  ".join(problems))
+        raise DataError("nothing was run; these problems' data cannot be loaded (provide the data, or remove "
+                        "the problem from the study):\n  " + "\n  ".join(problems))
 
 
 def run_study(

@@ -96,3 +96,49 @@ def test_seconds_budget_stops_on_algorithm_time(faulty_plugin):
 def test_an_unknown_algorithm_in_a_spec_fails_the_run_with_the_valid_names():
     ds = execute(spec("nope", {}))
     assert ds.attrs["status"] == "failed" and "valid names" in ds.attrs["message"]
+
+
+PICKY = '''
+from svibench.algorithm import Algorithm
+
+
+class Picky(Algorithm):
+    name = "test-picky"
+
+    def __init__(self, *, rate: float = -1.0):
+        self.rate = rate
+
+    def check_params(self):
+        if not self.rate > 0:
+            raise ValueError(f"rate must be > 0, got {self.rate}")
+
+    def init(self, model, rng):
+        raise RuntimeError("init ran before check_params")
+
+    def step(self):
+        return 1
+
+    def posterior(self):
+        return None
+'''
+
+
+def test_the_runner_checks_hyperparameters_before_init(tmp_path):
+    """Algorithms do not call check_params themselves: the runner does, before init, and a rejected
+    value ends the run failed with check_params' message."""
+    plugin = tmp_path / "picky.py"
+    plugin.write_text(PICKY)
+    ds = execute(spec("test-picky", {"rate": -2.0}, plugins=(str(plugin),)))
+    assert ds.attrs["status"] == "failed"
+    assert ds.attrs["message"].startswith("ValueError: rate must be > 0, got -2.0")
+    assert ds.sizes["checkpoint"] == 0
+    ds = execute(spec("test-picky", {"rate": 1.0}, plugins=(str(plugin),)))
+    assert "init ran before check_params" in ds.attrs["message"]  # a valid value reaches init
+
+
+def test_runs_of_one_problem_share_its_model_and_uncached_builds_are_fresh():
+    from svibench.problem import build_model
+
+    assert build_model(GMM) is build_model(GMM)
+    fresh = build_model(GMM, cache=False)
+    assert fresh is not build_model(GMM) and fresh.n_train == build_model(GMM).n_train == 600

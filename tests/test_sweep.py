@@ -331,6 +331,44 @@ def test_data_that_cannot_be_loaded_stops_the_sweep_before_any_run(tmp_path, mon
         run_study(bad_params, tmp_path / "out2", lambda s: run_local(s), progress=False)
 
 
+def test_an_unavailable_dataset_stops_the_sweep_before_any_run_saying_where_and_how_to_get_it(tmp_path, capsys):
+    """covtype cannot be provided on this machine: the sweep stops at once with one message naming the
+    problem, the file, the data directory and the advice, and makes no run (it used to record every run
+    of the problem as failed and exit 0).  The problems whose data load are not named."""
+    from svibench.cli import main
+    from svibench.data import data_dir
+
+    study = tmp_path / "study.toml"
+    study.write_text(textwrap.dedent("""
+        [study]
+        name = "unavailable"
+        seeds = [0]
+        [budget]
+        iterations = 2
+        [[problem]]
+        name = "logreg/covtype"
+        model = "logreg"
+        dataset = "covtype"
+        [[problem]]
+        name = "logreg/australian"
+        model = "logreg"
+        dataset = "australian"
+        [[algorithm]]
+        name = "cvi"
+    """))
+    with pytest.raises(DataError) as info:
+        run_study(load_study(study), tmp_path / "out", lambda s: run_local(s), progress=False)
+    message = str(info.value)
+    assert message.startswith("nothing was run")
+    assert f"logreg/covtype: dataset 'covtype' is not available (data directory {data_dir()})" in message
+    assert "covtype_binary_scale.mat" in message and "by hand" in message
+    assert "australian" not in message
+    assert not (tmp_path / "out" / "runs").exists()
+    assert main(["run", str(study), "-o", str(tmp_path / "cli"), "--quiet", "--no-report"]) != 0
+    assert "not available" in capsys.readouterr().err
+    assert not (tmp_path / "cli" / "runs").exists()
+
+
 def test_a_sweep_on_a_running_scheduler_records_the_cluster_size(tmp_path):
     """With --address the parallelism is the cluster's (2 single-threaded workers), whatever --workers says."""
     from distributed import LocalCluster
