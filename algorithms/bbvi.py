@@ -25,12 +25,13 @@ reports the minibatch size as data touched.
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic
 
 import numpy as np
 
 from svibench.algorithm import Algorithm, Diverged, Preset
-from svibench.capabilities.log_joint import LogJoint, LogJointGradient
+from svibench.capabilities.log_joint import LogJoint, LogJointGradient, Q
+from svibench.minibatch import sample_minibatch
 
 __all__ = ["BBVI", "score_gradient", "reparam_gradient", "gradient_bytes"]
 
@@ -84,7 +85,7 @@ def reparam_gradient(model: LogJointGradient, family: Any, phi: np.ndarray, eps:
     return family.transform_vjp(phi, eps, model.grad_log_joint(z, batch)) / eps.shape[0] + family.entropy_grad(phi)
 
 
-class BBVI(Algorithm):
+class BBVI(Algorithm, Generic[Q]):
     """Black-box VI with a score-function or reparameterisation gradient.
 
     Parameters
@@ -101,6 +102,8 @@ class BBVI(Algorithm):
         Score estimator only: subtract the optimal scaled score.
     batch_size : int, optional
         Data terms per step (None: all).
+
+    :meth:`posterior` is what the model's family hands out (its type ``Q``).
     """
 
     name = "bbvi"
@@ -172,7 +175,7 @@ class BBVI(Algorithm):
         N = self.model_.n_train
         batch = None
         if self.batch_size is not None and self.batch_size < N:
-            batch = self.rng_.choice(N, self.batch_size, replace=False)
+            batch = sample_minibatch(self.rng_, N, self.batch_size)
         g = self.gradient(batch)
         self.t_ += 1
         if self.optimizer == "adagrad":
@@ -188,5 +191,5 @@ class BBVI(Algorithm):
             raise Diverged(f"non-finite variational parameters at step {self.t_}")
         return N if batch is None else len(batch)
 
-    def posterior(self) -> Any:
+    def posterior(self) -> Q:
         return self.q_.posterior(self.phi_)

@@ -52,6 +52,7 @@ from svibench.capabilities.latent_gaussian import (
     expected_loglik,
     mean_parameter_gradients,
 )
+from svibench.minibatch import sample_minibatch
 from svibench.quadrature import gauss_hermite, monte_carlo
 from svibench.schedules import make_schedule
 
@@ -239,7 +240,7 @@ class CVI(Algorithm):
         if self.batch_size is None or self.batch_size >= N:
             rows, scale = np.arange(N), 1.0
         else:
-            rows, scale = np.sort(self.rng_.choice(N, self.batch_size, replace=False)), N / self.batch_size
+            rows, scale = sample_minibatch(self.rng_, N, self.batch_size), N / self.batch_size
         old1, old2 = self.lam1_[rows], self.lam2_[rows]
         g1, g2 = self._gradients(rows)
         new1, new2 = (1.0 - beta) * old1 + beta * scale * g1, (1.0 - beta) * old2 + beta * scale * g2

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from svibench.algorithm import Algorithm, Diverged
-from svibench.capabilities.mean_field import MeanFieldNonConjugate, is_valid
+from svibench.capabilities.mean_field import Blocks, MeanFieldNonConjugate, is_valid
 
 __all__ = ["CVIMF", "safe_convex_step"]
 
@@ -142,5 +142,5 @@ class CVIMF(Algorithm):
             self._update(blocks)
         return self.model_.n_train
 
-    def posterior(self) -> dict:
+    def posterior(self) -> Blocks:
         return dict(self.lam_)

@@ -23,19 +23,19 @@ distributions", arXiv:1509.01631, 2015.  M. D. Zeiler, "ADADELTA", 2012, Alg. 1.
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic
 
 import numpy as np
 
 from svibench.algorithm import Algorithm, Diverged
-from svibench.capabilities.log_joint import LogJointGradient
+from svibench.capabilities.log_joint import LogJointGradient, Q
 
 from .bbvi import reparam_gradient
 
 __all__ = ["GammaSGVB"]
 
 
-class GammaSGVB(Algorithm):
+class GammaSGVB(Algorithm, Generic[Q]):
     """Stochastic-gradient VB with reparameterised Gamma factors and Adadelta (Knowles 2015).
 
     Parameters
@@ -83,5 +83,6 @@ class GammaSGVB(Algorithm):
             raise Diverged("gamma-sgvb: non-finite variational parameters")
         return self.model_.n_train
 
-    def posterior(self) -> Any:
+    def posterior(self) -> Q:
+        """What the model's family hands out (its type ``Q``; the Gamma families: ``Blocks``)."""
         return self.q_.posterior(self.phi_)

@@ -3,7 +3,7 @@
 Each iteration is one full sweep over every data point's locals and then every
 global, each drawn from its complete conditional.  The model supplies the
 sweep through the small :class:`ConditionalSampler` protocol (BPFA:
-``models.bpfa_chain``); this module owns only the loop.
+``models.bpfa.chain``); this module owns only the loop.
 
 What ``posterior()`` hands to evaluation: the chain's *current* state (the
 globals' draw and every row's locals).  The model evaluates it by holding the
@@ -13,17 +13,21 @@ sampler's state.  No averaging over past global draws is done.
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-from svibench.algorithm import Algorithm
+from svibench.algorithm import Algorithm, resolve_init_method
 
 __all__ = ["ConditionalSampler", "GibbsSampler"]
 
+#: The model's state of the chain (BPFA: ``models.bpfa.chain.ChainState``), which is also
+#: what :meth:`GibbsSampler.posterior` hands to the model's ``evaluate``.
+State = TypeVar("State")
+
 
 @runtime_checkable
-class ConditionalSampler(Protocol):
+class ConditionalSampler(Protocol[State]):
     """A model that can run a Gibbs sampler over all its variables.
 
     Attributes
@@ -35,14 +39,14 @@ class ConditionalSampler(Protocol):
     init_methods: ClassVar[tuple[str, ...]]
     n_train: int
 
-    def chain_init(self, rng: np.random.Generator, method: str) -> Any:
+    def chain_init(self, rng: np.random.Generator, method: str) -> State:
         """Initial state of the chain over every variable."""
 
-    def chain_sweep(self, state: Any, rng: np.random.Generator) -> Any:
+    def chain_sweep(self, state: State, rng: np.random.Generator) -> State:
         """One sweep: every variable drawn from its complete conditional; returns the new state."""
 
 
-class GibbsSampler(Algorithm):
+class GibbsSampler(Algorithm, Generic[State]):
     """Uncollapsed Gibbs sampling, one full sweep per iteration.
 
     Parameters
@@ -59,10 +63,8 @@ class GibbsSampler(Algorithm):
     def __init__(self, *, init_method: str = "default") -> None:
         self.init_method = init_method
 
-    def init(self, model: Any, rng: np.random.Generator) -> None:
-        method = model.init_methods[0] if self.init_method == "default" else self.init_method
-        if method not in model.init_methods:
-            raise ValueError(f"{model.name} has init methods {', '.join(model.init_methods)}, not {self.init_method!r}")
+    def init(self, model: ConditionalSampler[State], rng: np.random.Generator) -> None:
+        method = resolve_init_method(model, self.init_method)
         self.model_, self.rng_ = model, rng
         self.state_ = model.chain_init(rng, method)
 
@@ -70,5 +72,5 @@ class GibbsSampler(Algorithm):
         self.state_ = self.model_.chain_sweep(self.state_, self.rng_)
         return self.model_.n_train
 
-    def posterior(self) -> Any:
+    def posterior(self) -> State:
         return self.state_

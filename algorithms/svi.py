@@ -16,7 +16,10 @@ gibbs         Mimno-SVI     Gibbs-SSVI
 
 A seventh preset, ``titsias-printed-ssvi``, fits the Titsias q to the local
 objective as the paper's appendix prints it (not a bound;
-``models.bpfa_locals.titsias_printed``), to reproduce its Table 1 row.
+``models.bpfa.local.titsias_printed``), to reproduce its Table 1 row.
+
+Both hand evaluation a :class:`svibench.capabilities.ConjugatePosterior`: λ, the
+local approximation and the view.
 
 References
 ----------
@@ -32,15 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from svibench.algorithm import Algorithm, Preset
+from svibench.algorithm import Algorithm, Preset, resolve_init_method
 from svibench.capabilities import ConditionallyConjugate, LocalApprox, natural_step
-from svibench.capabilities.conjugate import ensure_finite
-from svibench.capabilities.conjugate import STARTED_KINDS, VIEWS, LocalPosterior
+from svibench.capabilities.conjugate import LOCAL_KINDS, VIEWS, ConjugatePosterior, ensure_finite
+from svibench.minibatch import sample_minibatch
 from svibench.schedules import make_schedule
 
 __all__ = ["SVI", "VMP"]
-
-LOCALS = ("mf", "titsias", "titsias-printed", "gibbs")
 
 
 def _local_incompatibility(model_cls: type, kind: str, start: str) -> str | None:
@@ -48,19 +49,30 @@ def _local_incompatibility(model_cls: type, kind: str, start: str) -> str | None
     if kind not in offered:
         return f"{model_cls.name} offers local approximations {', '.join(offered)}, not {kind!r}"
     starts = getattr(model_cls, "local_starts", ("full",))
-    if kind in STARTED_KINDS and start not in starts:
+    if kind in LOCAL_KINDS and LOCAL_KINDS[kind].started and start not in starts:
         return f"{model_cls.name} starts its {kind} locals {' or '.join(map(repr, starts))}, not local_init={start!r}"
     return None
 
 
-def _init_globals(model: Any, rng: np.random.Generator, init_method: str):
-    method = model.init_methods[0] if init_method == "default" else init_method
-    if method not in model.init_methods:
-        raise ValueError(f"{model.name} has init methods {', '.join(model.init_methods)}, not {init_method!r}")
-    return model.init_globals(rng, method)
+class _ConjugateFamily(Algorithm):
+    """What SVI and VMP share: the capability, the local-approximation check and the start."""
+
+    requires = (ConditionallyConjugate,)
+
+    @classmethod
+    def incompatibility(cls, model_cls: type, params: dict[str, Any]) -> str | None:
+        return super().incompatibility(model_cls, params) or _local_incompatibility(
+            model_cls, params.get("local", "mf"), params.get("local_init", "full"))
+
+    def _start(self, approx: LocalApprox) -> None:
+        """Keep the local approximation; η from the prior; λ from the model's init method (draws from ``rng_``)."""
+        self.approx_ = approx
+        self.eta_ = self.model_.prior_natural()
+        self.lam_ = self.model_.init_globals(self.rng_, resolve_init_method(self.model_, self.init_method))
+        self.t_ = 0
 
 
-class SVI(Algorithm):
+class SVI(_ConjugateFamily):
     """Stochastic variational inference with a choice of local approximation and global view.
 
     Each iteration draws a minibatch B (without replacement), computes the
@@ -75,8 +87,9 @@ class SVI(Algorithm):
         Robbins–Monro schedule ρₜ = (t + t₀)^(−κ), unless ``rho`` is given.
     rho : float, optional
         Constant step size instead (ρ = 1 with a full batch is batch VMP).
-    local : {"mf", "titsias", "titsias-printed", "gibbs"}
-        Local approximation (see :class:`svibench.capabilities.LocalApprox`).
+    local : str
+        Local approximation, a key of :data:`svibench.capabilities.conjugate.LOCAL_KINDS`
+        (see :class:`svibench.capabilities.LocalApprox`).
     view : {"expected", "sampled"}
         Locals see E_q[β] (SVI, Mimno) or one draw β ~ q(β) per iteration (SSVI).
     burnin, samples : int
@@ -88,14 +101,13 @@ class SVI(Algorithm):
     local_init : str
         Where the locals' coordinate ascent starts, every iteration
         (``LocalApprox.init``; BPFA: ``"full"`` or ``"prior"``,
-        ``models.bpfa_locals.mean_field``).  Only ``local`` in mf, titsias-printed reads it.
+        ``models.bpfa.local.mean_field``).  Only ``local`` in mf, titsias-printed reads it.
     init_method : str
         The model's initialisation method ("default": its first).
     """
 
     name = "svi"
     label = "SVI"
-    requires = (ConditionallyConjugate,)
     presets = {
         "mf-svi": Preset("MF-SVI", {"local": "mf", "view": "expected"}),
         "mf-ssvi": Preset("MF-SSVI", {"local": "mf", "view": "sampled"}),
@@ -124,14 +136,9 @@ class SVI(Algorithm):
         self.local_init = local_init
         self.init_method = init_method
 
-    @classmethod
-    def incompatibility(cls, model_cls: type, params: dict[str, Any]) -> str | None:
-        return super().incompatibility(model_cls, params) or _local_incompatibility(
-            model_cls, params.get("local", "mf"), params.get("local_init", "full"))
-
     def check_params(self) -> None:
-        if self.local not in LOCALS:
-            raise ValueError(f"local must be one of {', '.join(LOCALS)}, got {self.local!r}")
+        if self.local not in LOCAL_KINDS:
+            raise ValueError(f"local must be one of {', '.join(LOCAL_KINDS)}, got {self.local!r}")
         if self.view not in VIEWS:
             raise ValueError(f"view must be one of {', '.join(VIEWS)}, got {self.view!r}")
         if self.batch_size < 1:
@@ -143,16 +150,13 @@ class SVI(Algorithm):
     def init(self, model: Any, rng: np.random.Generator) -> None:
         self.model_, self.rng_ = model, rng
         self.schedule_ = make_schedule(rho=self.rho, t0=self.t0, kappa=self.kappa)
-        self.approx_ = LocalApprox(self.local, self.burnin, self.samples, self.inner_iterations, self.inner_tol,
-                                   self.local_init)
-        self.eta_ = model.prior_natural()
-        self.lam_ = _init_globals(model, rng, self.init_method)
-        self.t_ = 0
+        self._start(LocalApprox(self.local, self.burnin, self.samples, self.inner_iterations, self.inner_tol,
+                                self.local_init))
 
     def step(self) -> int:
         model, rng = self.model_, self.rng_
         n = model.n_train
-        batch = np.sort(rng.choice(n, size=min(self.batch_size, n), replace=False))
+        batch = sample_minibatch(rng, n, self.batch_size)
         view = model.expected_view(self.lam_) if self.view == "expected" else model.sampled_view(self.lam_, rng)
         stats = model.local_statistics(view, batch, self.approx_, rng)
         self.t_ += 1
@@ -160,11 +164,11 @@ class SVI(Algorithm):
         ensure_finite(self.lam_, self.t_)
         return len(batch)
 
-    def posterior(self):
-        return LocalPosterior(self.lam_, self.approx_, self.view)
+    def posterior(self) -> ConjugatePosterior:
+        return ConjugatePosterior(self.lam_, self.approx_, self.view)
 
 
-class VMP(Algorithm):
+class VMP(_ConjugateFamily):
     """Batch variational message passing (coordinate ascent VI) on a conditionally conjugate model.
 
     Each iteration: locals given E_q[β] over the whole data set, then every
@@ -181,7 +185,6 @@ class VMP(Algorithm):
 
     name = "vmp"
     label = "VMP"
-    requires = (ConditionallyConjugate,)
 
     def __init__(self, *, inner_iterations: int = 20, inner_tol: float = 1e-3, local_init: str = "full",
                  init_method: str = "default") -> None:
@@ -190,19 +193,11 @@ class VMP(Algorithm):
         self.local_init = local_init
         self.init_method = init_method
 
-    @classmethod
-    def incompatibility(cls, model_cls: type, params: dict[str, Any]) -> str | None:
-        return super().incompatibility(model_cls, params) or _local_incompatibility(
-            model_cls, "mf", params.get("local_init", "full"))
-
-    def init(self, model: Any, rng: np.random.Generator) -> None:
+    def init(self, model: ConditionallyConjugate, rng: np.random.Generator) -> None:
         self.model_, self.rng_ = model, rng
-        self.approx_ = LocalApprox("mf", inner_iterations=self.inner_iterations, inner_tol=self.inner_tol,
-                                   init=self.local_init)
-        self.eta_ = model.prior_natural()
-        self.lam_ = _init_globals(model, rng, self.init_method)
+        self._start(LocalApprox("mf", inner_iterations=self.inner_iterations, inner_tol=self.inner_tol,
+                                init=self.local_init))
         self.everyone_ = np.arange(model.n_train)
-        self.t_ = 0
 
     def step(self) -> int:
         stats = self.model_.local_statistics(self.model_.expected_view(self.lam_), self.everyone_, self.approx_, self.rng_)
@@ -211,5 +206,5 @@ class VMP(Algorithm):
         ensure_finite(self.lam_, self.t_)
         return self.model_.n_train
 
-    def posterior(self):
-        return LocalPosterior(self.lam_, self.approx_, "expected")
+    def posterior(self) -> ConjugatePosterior:
+        return ConjugatePosterior(self.lam_, self.approx_, "expected")

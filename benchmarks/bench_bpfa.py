@@ -5,8 +5,8 @@ K = 250 (0.12–0.48 s on a 2.4 GHz dual core).  Data: 2,000 rows from the BPFA
 prior with D = 64 and 20% of entries held out (masks exercised); Gibbs
 variants use 3 burn-in sweeps and 3 samples; mean-field/Titsias rows sweep
 until their θ moves by < 10⁻³ on average, at most 20 sweeps (the SVI
-defaults).  The local steps use the compiled sweeps of ``models.bpfa_kernels``
-when numba imports (the default of ``models.bpfa_locals``).
+defaults).  The local steps use the compiled sweeps of ``models.bpfa.kernels``
+when numba imports (the default of ``models.bpfa.local``).
 
 Every benchmark times the state after ``WARMUP`` SVI steps, the state a run spends
 its time in: from random initialisation the sampled-view locals need more sweeps
@@ -18,12 +18,12 @@ import numpy as np
 from svibench.algorithms.gibbs import GibbsSampler
 from svibench.datasets.bpfa_synthetic import bpfa_synthetic
 from svibench.models.bpfa import BPFA
-from svibench.models.bpfa_locals import mean_field, titsias, titsias_printed
+from svibench.capabilities import LocalApprox
+from svibench.minibatch import sample_minibatch
+from svibench.models.bpfa.local import FACTOR_KINDS
 from svibench.registry import get_registry
 
 VARIANTS = ["mf-svi", "mf-ssvi", "titsias-ssvi", "titsias-printed-ssvi", "mimno-svi", "gibbs-ssvi"]
-#: The local step of each factorised kind (``BPFALocalCoordinateAscent``).
-LOCAL_STEPS = {"mf": mean_field, "titsias": titsias, "titsias-printed": titsias_printed}
 #: SVI steps taken before timing (see the module docstring).
 WARMUP = 200
 
@@ -52,11 +52,11 @@ class BPFAIteration:
 
 
 class BPFALocalCoordinateAscent:
-    """Time of a factorised local step alone (``LOCAL_STEPS``; B = 250, K = 250, D = 64, the
+    """Time of a factorised local step alone (each of ``FACTOR_KINDS``; B = 250, K = 250, D = 64, the
     SVI defaults: per-row tolerance 10⁻³, at most 20 sweeps), given a sampled view of the
     globals after ``WARMUP`` MF-SSVI steps."""
 
-    params = [list(LOCAL_STEPS)]
+    params = [list(FACTOR_KINDS)]
     param_names = ["local"]
     timeout = 120
 
@@ -67,14 +67,14 @@ class BPFALocalCoordinateAscent:
         alg.init(model, rng)
         for _ in range(WARMUP):
             alg.step()
-        self.view = model.sampled_view(alg.posterior(), rng)
-        rows = rng.choice(model.n_train, 250, replace=False)
+        self.view = model.sampled_view(alg.posterior().lam, rng)
+        rows = sample_minibatch(rng, model.n_train, 250)
         self.Y, self.M = model.Y[rows], model.M[rows]
-        self.approx = LOCAL_STEPS[local]
-        self.approx(self.view, self.Y, self.M, 20)  # compile outside the timing
+        self.kind, self.approx = FACTOR_KINDS[local], LocalApprox(local, inner_iterations=20)
+        self.kind.fit(self.view, self.Y, self.M, self.approx)  # compile outside the timing
 
     def time_local_step(self, local):
-        self.approx(self.view, self.Y, self.M, 20)
+        self.kind.fit(self.view, self.Y, self.M, self.approx)
 
 
 class BPFAGibbsSweep:

@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 from scipy.special import digamma, expit, gammaln, polygamma
 
-from svibench.capabilities.mean_field import GammaDraws, gamma_draws
+from svibench.capabilities.mean_field import Blocks, GammaDraws, gamma_draws
 from svibench.expfam import GammaNatural
 from svibench.transforms import softplus, softplus_inv
 
@@ -79,7 +79,7 @@ class MeanFieldGamma:
         parts = [q[name].shape_rate() for name in self.shapes]
         return self.params(np.concatenate([np.ravel(a) for a, _ in parts]), np.concatenate([np.ravel(b) for _, b in parts]))
 
-    def posterior(self, phi: np.ndarray) -> dict[str, GammaNatural]:
+    def posterior(self, phi: np.ndarray) -> Blocks:
         shape, rate = self.shape_rate(phi)
         a, b = self.split(shape), self.split(rate)
         return {name: GammaNatural.from_shape_rate(a[name], b[name]) for name in self.shapes}

@@ -82,7 +82,7 @@ class MeanFieldGaussian:
         _, rho, s = self._split(phi)
         return np.concatenate([np.zeros(self.dim), expit(rho) / s])
 
-    def posterior(self, phi):
+    def posterior(self, phi: np.ndarray) -> GaussianPosterior:
         m, _, s = self._split(phi)
         return GaussianPosterior(m.copy(), np.diag(s**2))
 
@@ -154,6 +154,6 @@ class FullGaussian:
         _, rho, L = self._unpack(phi)
         return self._pack_grad(np.zeros(self.dim), np.diag(1.0 / np.diag(L)), rho)
 
-    def posterior(self, phi):
+    def posterior(self, phi: np.ndarray) -> GaussianPosterior:
         m, _, L = self._unpack(phi)
         return GaussianPosterior(m.copy(), L @ L.T)

@@ -13,7 +13,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from svibench.capabilities import Globals, LocalApprox
+from svibench.capabilities import ConjugatePosterior, Globals, LocalApprox
 from svibench.data import Dataset
 from svibench.expfam import DirichletNatural
 from svibench.expfam.normal_gamma import NormalGammaNatural
@@ -156,8 +156,8 @@ class GaussianMixture(Model):
                  - (nu + 1) / 2 * np.log1p((x - m) ** 2 / (nu * scale2)))
         return float(logsumexp(log_w + log_t.sum(-1), axis=1).mean())
 
-    def evaluate(self, posterior: Globals, rng: np.random.Generator) -> dict[str, float]:
-        out = {"elbo": self.elbo(posterior)}
+    def evaluate(self, posterior: ConjugatePosterior, rng: np.random.Generator) -> dict[str, float]:
+        out = {"elbo": self.elbo(posterior.lam)}
         if self.X_test is not None and len(self.X_test):
-            out["heldout_loglik"] = self.heldout_loglik(posterior)
+            out["heldout_loglik"] = self.heldout_loglik(posterior.lam)
         return out

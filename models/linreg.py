@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from svibench.capabilities import Globals, LocalApprox
+from svibench.capabilities import ConjugatePosterior, Globals, LocalApprox
 from svibench.data import Dataset
 from svibench.expfam import GaussianFullNatural
 from svibench.model import Model
@@ -79,8 +79,8 @@ class BayesianLinearRegression(Model):
         return {"w": GaussianFullNatural(x.T @ y / self.noise_variance, -0.5 * x.T @ x / self.noise_variance)}
 
     # -- evaluation
-    def evaluate(self, posterior: Globals, rng: np.random.Generator) -> dict[str, float]:
-        q = posterior["w"]
+    def evaluate(self, posterior: ConjugatePosterior, rng: np.random.Generator) -> dict[str, float]:
+        q = posterior.lam["w"]
         mean, cov = q.mean_cov()
         s2 = self.noise_variance
         resid = self.y - self.X @ mean

@@ -16,7 +16,7 @@ import numpy as np
 from .capabilities import missing
 from .errors import Diverged
 
-__all__ = ["Algorithm", "Preset", "Diverged"]
+__all__ = ["Algorithm", "Preset", "Diverged", "resolve_init_method"]
 
 
 @dataclass(frozen=True)
@@ -87,5 +87,15 @@ class Algorithm:
         raise NotImplementedError
 
     def posterior(self) -> Any:
-        """The current variational posterior, in the form the model's ``evaluate`` takes."""
+        """The current variational posterior, in the form the model's ``evaluate`` takes (the type
+        the capability module of ``requires`` names, e.g. ``ConjugatePosterior``; see ``Model.evaluate``)."""
         raise NotImplementedError
+
+
+def resolve_init_method(model: Any, init_method: str) -> str:
+    """The model's initialisation method an algorithm's ``init_method`` names: ``"default"`` is the
+    first of the model's ``init_methods``; a name it does not offer raises ValueError."""
+    method = model.init_methods[0] if init_method == "default" else init_method
+    if method not in model.init_methods:
+        raise ValueError(f"{model.name} has init methods {', '.join(model.init_methods)}, not {init_method!r}")
+    return method

@@ -48,6 +48,13 @@ class Model:
     def evaluate(self, posterior: Any, rng: np.random.Generator) -> dict[str, float]:
         """Metrics of a variational posterior.
 
+        What ``posterior`` is, each capability module says: a
+        :class:`~svibench.capabilities.conjugate.ConjugatePosterior` (conditionally
+        conjugate), a :class:`~svibench.capabilities.latent_gaussian.GaussianPosterior`
+        (latent Gaussian), the :data:`~svibench.capabilities.mean_field.Blocks`
+        (mean-field), what the model's own family hands out (log joint), or the
+        model's chain state (``algorithms.gibbs``).
+
         Returns only metrics that apply to this posterior; the runner records
         NaN for the others.  A returned value that is NaN or inf marks the run
         as diverged.  ``rng`` serves Monte-Carlo metrics; it is not the

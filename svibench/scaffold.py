@@ -92,7 +92,8 @@ import numpy as np
 
 from svibench.algorithm import Algorithm
 from svibench.capabilities import ConditionallyConjugate, LocalApprox, natural_step
-from svibench.capabilities.conjugate import LocalPosterior
+from svibench.capabilities.conjugate import ConjugatePosterior
+from svibench.minibatch import sample_minibatch
 
 __all__ = ["${cls}"]
 
@@ -157,7 +158,7 @@ class ${cls}(Algorithm):
     def step(self) -> int:
         model, rng = self.model_, self.rng_
         n = model.n_train
-        batch = np.sort(rng.choice(n, size=min(self.batch_size, n), replace=False))
+        batch = sample_minibatch(rng, n, self.batch_size)
         stats = model.local_statistics(model.expected_view(self.lam_), batch, self.approx_, rng)
         self.lam_ = natural_step(self.lam_, self.eta_, stats, self.rho, n / len(batch))
         return len(batch)
@@ -166,8 +167,8 @@ class ${cls}(Algorithm):
     # evaluate() takes (for conjugate models: λ with the local approximation
     # used, as the built-in SVI family hands it); cheap and without side
     # effects (evaluation happens with the clock stopped, between steps).
-    def posterior(self) -> Any:
-        return LocalPosterior(self.lam_, self.approx_, "expected")
+    def posterior(self) -> ConjugatePosterior:
+        return ConjugatePosterior(self.lam_, self.approx_, "expected")
 '''
 
 TEST = '''\

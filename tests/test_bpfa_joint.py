@@ -1,4 +1,4 @@
-"""BPFA's log joint and mean-field family (models.bpfa_joint, models.score_families) for score-function BBVI."""
+"""BPFA's log joint and mean-field family (models.bpfa.joint, models.score_families) for score-function BBVI."""
 from __future__ import annotations
 
 import numpy as np

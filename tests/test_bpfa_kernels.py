@@ -1,4 +1,4 @@
-"""The compiled BPFA sweeps (models.bpfa_kernels) against the numpy reference (models.bpfa_locals), with masks."""
+"""The compiled BPFA sweeps (models.bpfa.kernels) against the numpy reference (models.bpfa.local), with masks."""
 from __future__ import annotations
 
 from functools import partial
@@ -6,9 +6,9 @@ from functools import partial
 import numpy as np
 import pytest
 
-from svibench.models import bpfa_kernels
-from svibench.models.bpfa_chain import ChainState, point_view, sweep_locals
-from svibench.models.bpfa_locals import FeatureSweep, GlobalMoments, gibbs, mean_field, titsias, titsias_printed
+from svibench.models.bpfa import kernels as bpfa_kernels
+from svibench.models.bpfa.chain import ChainState, point_view, sweep_locals
+from svibench.models.bpfa.local import FeatureSweep, GlobalMoments, gibbs, mean_field, titsias, titsias_printed
 
 pytestmark = pytest.mark.skipif(not bpfa_kernels.AVAILABLE, reason="numba not installed")
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from svibench.models.bpfa_locals import (FactorQ, FeatureSweep, GlobalMoments, gibbs, local_elbo, mean_field,
+from svibench.models.bpfa.local import (FactorQ, FeatureSweep, GlobalMoments, gibbs, local_elbo, mean_field,
                                          mf_step, titsias, titsias_printed, titsias_printed_step, titsias_step)
 
 _LOG_2PI = np.log(2 * np.pi)
@@ -228,7 +228,7 @@ def test_mean_field_local_elbo_matches_monte_carlo():
 
 def test_gibbs_sweep_keeps_the_masked_residual_exact():
     """The sparse residual update (only rows whose x_k changed) equals a fresh computation."""
-    from svibench.models.bpfa_locals import gibbs_step
+    from svibench.models.bpfa.local import gibbs_step
     rng = np.random.default_rng(5)
     B, K, D = 30, 5, 7
     view = _point_view(rng, K, D)
@@ -240,3 +240,48 @@ def test_gibbs_sweep_keeps_the_masked_residual_exact():
             gibbs_step(sweep, k, rng)
             np.testing.assert_allclose(sweep.R, M * (Y - sweep.X @ view.phi), atol=1e-10)
     assert 0 < np.mean(sweep.X != 0) < 1
+
+
+def test_the_local_table_is_what_bpfa_offers_and_svi_knows():
+    """One entry per kind: BPFA offers exactly the kinds of its table, each one the SVI family knows."""
+    from svibench.capabilities.conjugate import LOCAL_KINDS
+    from svibench.models.bpfa import BPFA
+    from svibench.models.bpfa.local import FACTOR_KINDS, LOCALS
+
+    assert BPFA.local_kinds == tuple(LOCALS) and set(FACTOR_KINDS) < set(LOCALS)
+    assert set(LOCALS) <= set(LOCAL_KINDS)
+    assert sorted(kind.mode for kind in FACTOR_KINDS.values()) == list(range(len(FACTOR_KINDS)))
+
+
+@pytest.mark.parametrize("kind", ["mf", "titsias", "titsias-printed"])
+def test_start_matters_exactly_for_the_kinds_marked_started(kind):
+    """``LOCAL_KINDS[kind].started`` says whether LocalApprox.init changes the fitted q (Titsias'
+    step is the exact conditional and never reads θ, so its start cannot matter)."""
+    from svibench.capabilities.conjugate import LOCAL_KINDS, LocalApprox
+    from svibench.models.bpfa.local import FACTOR_KINDS
+
+    rng = np.random.default_rng(8)
+    B, K, D = 6, 4, 7
+    view = _point_view(rng, K, D)
+    M = (rng.random((B, D)) < 0.8).astype(float)
+    Y = rng.normal(0, 1, (B, D)) * M
+    fits = {start: FACTOR_KINDS[kind].fit(view, Y, M, LocalApprox(kind, inner_iterations=2, init=start))
+            for start in ("full", "prior")}
+    same = np.allclose(fits["full"].theta, fits["prior"].theta, rtol=0, atol=1e-12)
+    assert same != LOCAL_KINDS[kind].started
+
+
+@pytest.mark.parametrize("kind", ["mf", "titsias", "titsias-printed"])
+def test_factor_q_second_moment_of_w_matches_monte_carlo(kind):
+    """E[w²] of each kind's q (its table entry's ``prior_off``: q(w | z = 0) is the prior for
+    the Titsias kinds, the slab for mean-field), against draws of (z, w) from that q."""
+    rng = np.random.default_rng(9)
+    B, K, gamma_w = 3, 4, 1.7
+    q = FactorQ(kind, rng.uniform(0.1, 0.9, (B, K)), rng.normal(0, 1, (B, K)), rng.uniform(0.2, 1.5, (B, K)), gamma_w)
+    S = 400000
+    z = rng.random((S, B, K)) < q.theta
+    slab = q.mean_w + np.sqrt(q.var_w) * rng.standard_normal((S, B, K))
+    prior = rng.standard_normal((S, B, K)) / np.sqrt(gamma_w)
+    w = slab if kind == "mf" else np.where(z, slab, prior)
+    w2 = w**2
+    np.testing.assert_array_less(np.abs(w2.mean(0) - q.moments().W2[0]), 5 * w2.std(0) / np.sqrt(S))

@@ -9,8 +9,8 @@ from svibench.algorithms.svi import SVI, VMP
 from svibench.capabilities import LocalApprox
 from svibench.datasets.bpfa_synthetic import bpfa_synthetic
 from svibench.models.bpfa import BPFA
-from svibench.models.bpfa_locals import GlobalMoments, LocalMoments
-from svibench.models.bpfa_stats import global_statistics
+from svibench.models.bpfa.local import GlobalMoments, LocalMoments
+from svibench.models.bpfa.stats import global_statistics
 
 
 def _naive(mom: LocalMoments, view: GlobalMoments, Y, M):
@@ -82,7 +82,7 @@ def test_mf_svi_full_batch_rho_one_is_one_vmp_step(small, local_init):
     for _ in range(2):
         vmp.step()
         svi.step()
-        np.testing.assert_allclose(_flat(svi.posterior()), _flat(vmp.posterior()), rtol=1e-10, atol=1e-9)
+        np.testing.assert_allclose(_flat(svi.posterior().lam), _flat(vmp.posterior().lam), rtol=1e-10, atol=1e-9)
     assert svi.posterior().approx.init == vmp.posterior().approx.init == local_init  # evaluation starts there too
 
 
@@ -93,7 +93,7 @@ def test_the_local_start_changes_the_svi_step(small, local):
         svi = SVI(batch_size=small.n_train, rho=1.0, local=local, inner_iterations=5, local_init=local_init)
         svi.init(small, np.random.default_rng(5))
         svi.step()
-        steps.append(_flat(svi.posterior()))
+        steps.append(_flat(svi.posterior().lam))
     assert not np.allclose(*steps)
 
 
@@ -185,7 +185,7 @@ def test_heldout_metrics_against_entrywise_formulas_and_draws_of_the_predictive(
     from scipy.special import logsumexp
     from scipy.stats import norm
 
-    from svibench.models.bpfa_eval import heldout_metrics
+    from svibench.models.bpfa.evaluation import heldout_metrics
 
     rng = np.random.default_rng(5)
     M, n, D = 4, 3, 5

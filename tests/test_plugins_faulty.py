@@ -16,7 +16,7 @@ from svibench.testing import cli_check
 GOOD = '''
 import numpy as np
 from svibench.algorithm import Algorithm
-from svibench.capabilities import ConditionallyConjugate, LocalApprox, natural_step
+from svibench.capabilities import ConditionallyConjugate, ConjugatePosterior, LocalApprox, natural_step
 
 
 class Base(Algorithm):  # no `name` of its own: not registered
@@ -48,7 +48,7 @@ class Base(Algorithm):  # no `name` of its own: not registered
         return len(batch)
 
     def posterior(self):
-        return self.lam_
+        return ConjugatePosterior(self.lam_)
 
 
 class Plugin(Base):

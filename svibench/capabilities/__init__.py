@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from .conjugate import ConditionallyConjugate, Globals, LocalApprox, natural_step
+from .conjugate import ConditionallyConjugate, ConjugatePosterior, Globals, LocalApprox, natural_step
 from .latent_gaussian import LatentGaussian
 from .log_joint import LogJoint, LogJointGradient, ReparameterisableFamily, VariationalFamily
 from .mean_field import MeanFieldNonConjugate
 
 __all__ = [
-    "ConditionallyConjugate", "Globals", "LocalApprox", "natural_step", "missing", "protocol_members",
+    "ConditionallyConjugate", "ConjugatePosterior", "Globals", "LocalApprox", "natural_step", "missing", "protocol_members",
     "LatentGaussian", "LogJoint", "LogJointGradient", "VariationalFamily", "ReparameterisableFamily",
     "MeanFieldNonConjugate",
 ]

@@ -6,6 +6,9 @@ The global variational parameters λ are natural parameters of exponential
 families, one entry per global variable; the model computes, for a minibatch,
 the sum of the local expected sufficient statistics Σᵢ η̂ᵢ given a *view* of
 the globals: their expected moments under q(β), or one sample β ~ q(β).
+
+Every algorithm hands the model a :class:`ConjugatePosterior`: λ with the local
+approximation and the view it used.
 """
 from __future__ import annotations
 
@@ -16,15 +19,46 @@ import numpy as np
 
 from ..errors import Diverged
 
-__all__ = ["ConditionallyConjugate", "Globals", "LocalApprox", "LocalPosterior", "natural_step", "ensure_finite"]
+__all__ = [
+    "ConditionallyConjugate", "ConjugatePosterior", "Globals", "LOCAL_KINDS", "LocalApprox", "LocalKind", "natural_step",
+    "ensure_finite",
+]
 
 #: Global natural parameters: global variable name -> natural-parameter object
 #: of ``svibench.expfam`` (or any object with the same linear arithmetic).
 Globals = Mapping[str, Any]
 
 VIEWS = ("expected", "sampled")
-#: Local kinds whose coordinate ascent depends on where it starts (``LocalApprox.init``).
-STARTED_KINDS = ("mf", "titsias-printed")
+
+
+@dataclass(frozen=True)
+class LocalKind:
+    """A local approximation the SVI family can ask a model for (a ``LocalApprox.kind``).
+
+    Each model implements the kinds it offers (its ``local_kinds``; BPFA: the table
+    ``models.bpfa.local.LOCALS``).
+
+    Attributes
+    ----------
+    summary : str
+        What it is, for people.
+    started : bool
+        Whether its result may depend on where its coordinate ascent starts, so that
+        ``LocalApprox.init`` applies (and is checked against the model's ``local_starts``).
+    """
+
+    summary: str
+    started: bool = False
+
+
+#: Every local kind by name: a new kind is one entry here, plus its implementation in the models offering it.
+LOCAL_KINDS: dict[str, LocalKind] = {
+    "mf": LocalKind("mean-field coordinate ascent", started=True),
+    "titsias": LocalKind("the Titsias spike-and-slab q(z) q(w | z), keeping z–w dependence, fitted to its local ELBO"),
+    "titsias-printed": LocalKind("the Titsias q fitted to the local objective as Shah et al. (2015)'s appendix prints it",
+                                 started=True),
+    "gibbs": LocalKind("Gibbs sampling from the exact local conditional"),
+}
 
 
 @dataclass(frozen=True)
@@ -33,11 +67,11 @@ class LocalApprox:
 
     Parameters
     ----------
-    kind : {"mf", "titsias", "titsias-printed", "gibbs"}
-        Mean-field coordinate ascent, the Titsias spike-and-slab form that
-        keeps z–w dependence (fitted to its local ELBO, or to the objective as
-        Shah et al. 2015's appendix prints it), or Gibbs sampling from the exact
-        local conditional.
+    kind : str
+        A key of :data:`LOCAL_KINDS`: mean-field coordinate ascent, the Titsias
+        spike-and-slab form that keeps z–w dependence (fitted to its local ELBO,
+        or to the objective as Shah et al. 2015's appendix prints it), or Gibbs
+        sampling from the exact local conditional.
     burnin, samples : int
         Gibbs sweeps discarded, then averaged (Shah et al. 2015, §5.1: 3 and 3).
     inner_iterations : int
@@ -47,10 +81,10 @@ class LocalApprox:
         parameters moved by less than this on average (Hoffman, Blei & Bach 2010's
         per-document rule for online LDA, and their threshold 10⁻³).
     init : str
-        Where a coordinate ascent whose result depends on its start (kinds in
-        :data:`STARTED_KINDS`) starts, for models with a choice (their
+        Where a coordinate ascent whose result depends on its start (kinds
+        ``started`` in :data:`LOCAL_KINDS`) starts, for models with a choice (their
         ``local_starts``; BPFA: ``"full"`` or ``"prior"``, see
-        ``models.bpfa_locals.mean_field``).
+        ``models.bpfa.local.mean_field``).
     """
 
     kind: str = "mf"
@@ -61,15 +95,29 @@ class LocalApprox:
     init: str = "full"
 
 
-class LocalPosterior(dict):
-    """λ as the SVI family hands it to ``Model.evaluate``: the globals' natural
-    parameters (a plain mapping) plus the local approximation and view used,
-    for models whose held-out metrics draw the locals from that approximation
-    (e.g. BPFA, Shah et al. 2015 eq. 12)."""
+@dataclass(frozen=True)
+class ConjugatePosterior:
+    """What an algorithm hands to the ``evaluate`` of a conditionally conjugate model.
 
-    def __init__(self, lam: Globals, approx: LocalApprox, view: str) -> None:
-        super().__init__(lam)
-        self.approx, self.view = approx, view
+    Attributes
+    ----------
+    lam : Globals
+        The globals' natural parameters λ of q(β).
+    approx : LocalApprox
+        The local approximation the algorithm used, for models whose held-out
+        metrics draw the locals from it (BPFA, Shah et al. 2015 eq. 12).
+    view : {"expected", "sampled"}
+        The view of the globals the locals saw (see :data:`VIEWS`).
+    local_q : object or None
+        A q of every training row's locals fitted together with λ (BBVI on BPFA's
+        log joint: a ``models.bpfa.local.FactorQ``), which evaluation uses as it is
+        instead of recomputing the locals from the view; None for the SVI family.
+    """
+
+    lam: Globals
+    approx: LocalApprox = LocalApprox()
+    view: str = "expected"
+    local_q: Any = None
 
 
 @runtime_checkable
@@ -81,7 +129,7 @@ class ConditionallyConjugate(Protocol):
     local_kinds : tuple of str
         The local approximations :meth:`local_statistics` offers.
     local_starts : tuple of str, optional
-        Values of ``LocalApprox.init`` its locals of :data:`STARTED_KINDS` accept
+        Values of ``LocalApprox.init`` its ``started`` locals (:data:`LOCAL_KINDS`) accept
         (absent: ``("full",)``).
     init_methods : tuple of str
         Accepted ``method`` values of :meth:`init_globals` (first is default).

@@ -34,20 +34,29 @@ Conventions
   ``n_train / len(batch)`` (an unbiased estimate of the full sum) plus every
   prior term; ``batch=None`` means all data.
 * The family's :meth:`VariationalFamily.posterior` turns φ into whatever the
-  model's ``evaluate`` accepts, so BBVI never needs to know the model's
-  posterior type.
+  model's ``evaluate`` accepts (the family's type parameter ``Q``), so BBVI never
+  needs to know the model's posterior type.  The models here hand out the
+  posterior of their other capability: a
+  :class:`~svibench.capabilities.latent_gaussian.GaussianPosterior` (logistic
+  regression, GP classification), the mean-field
+  :data:`~svibench.capabilities.mean_field.Blocks` (Poisson and gamma factor
+  models), or a :class:`~svibench.capabilities.conjugate.ConjugatePosterior`
+  with the fitted locals (BPFA).
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import ClassVar, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 __all__ = ["VariationalFamily", "ReparameterisableFamily", "LogJoint", "LogJointGradient"]
 
+#: What a family's :meth:`~VariationalFamily.posterior` hands to the model's ``evaluate``.
+Q = TypeVar("Q", covariant=True)
+
 
 @runtime_checkable
-class VariationalFamily(Protocol):
+class VariationalFamily(Protocol[Q]):
     """A variational family q(z | φ) with a flat, unconstrained parameter vector φ.
 
     Attributes
@@ -79,12 +88,12 @@ class VariationalFamily(Protocol):
     def score(self, phi: np.ndarray, z: np.ndarray) -> np.ndarray:
         """∇_φ log q(z | φ) for every draw, shape (S, n_params)."""
 
-    def posterior(self, phi: np.ndarray) -> Any:
+    def posterior(self, phi: np.ndarray) -> Q:
         """q(· | φ) in the form the model's ``evaluate`` takes."""
 
 
 @runtime_checkable
-class ReparameterisableFamily(VariationalFamily, Protocol):
+class ReparameterisableFamily(VariationalFamily[Q], Protocol[Q]):
     """A family with z = T(φ, ε), ε from a base distribution free of φ."""
 
     def draw_noise(self, rng: np.random.Generator, size: int) -> np.ndarray:
@@ -104,7 +113,7 @@ class ReparameterisableFamily(VariationalFamily, Protocol):
 
 
 @runtime_checkable
-class LogJoint(Protocol):
+class LogJoint(Protocol[Q]):
     """A model that evaluates its log joint density on samples.
 
     Attributes
@@ -119,7 +128,7 @@ class LogJoint(Protocol):
     family_kinds: ClassVar[tuple[str, ...]]
     n_train: int
 
-    def variational_family(self, kind: str) -> VariationalFamily:
+    def variational_family(self, kind: str) -> VariationalFamily[Q]:
         """The variational family ``kind`` over this model's latent variables."""
 
     def log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
@@ -134,7 +143,7 @@ class LogJoint(Protocol):
 
 
 @runtime_checkable
-class LogJointGradient(LogJoint, Protocol):
+class LogJointGradient(LogJoint[Q], Protocol[Q]):
     """A log joint that also gives its gradient in z (for reparameterisation).
 
     The families this model builds must implement :class:`ReparameterisableFamily`.

@@ -17,6 +17,10 @@ Both are natural-parameter objects (a gradient w.r.t. μ lives in the dual,
 natural coordinates), so Algorithm 2 is plain linear arithmetic:
 λ̃ᵢ = messages + gradient (eq. 84), λᵢ ← (1 − β)λᵢ + βλ̃ᵢ (eq. 85).
 
+Every algorithm hands the model its :data:`Blocks` (λ of every block); the
+models' own Gamma families for gradient methods (``models.gamma_family``) hand
+out the same.
+
 Where ∇_μ is not available directly, it is obtained from a gradient w.r.t.
 the natural parameters by eq. 15, ∇_μ f = C_λ⁻¹ ∇_λ f with C_λ the Fisher
 information (:func:`mean_gradient`); for Gamma factors ∇_λ f comes from the

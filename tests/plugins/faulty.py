@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 from svibench.algorithm import Algorithm
-from svibench.capabilities import ConditionallyConjugate
+from svibench.capabilities import ConditionallyConjugate, ConjugatePosterior
 from svibench.data import Dataset, dataset
 from svibench.model import Model
 
@@ -32,7 +32,7 @@ class Failing(Algorithm):
         return self.model_.n_train
 
     def posterior(self):
-        return self.lam_
+        return ConjugatePosterior(self.lam_)
 
 
 

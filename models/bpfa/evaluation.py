@@ -9,7 +9,7 @@ the algorithm used (Shah et al. 2015, eq. 12):
 * structured (sampled view: MF-/Titsias-/Gibbs-SSVI): β⁽ᵐ⁾ ~ q(β), then the
   locals' approximation given β⁽ᵐ⁾ and one draw from it;
 * globals with a q of every training row's locals fitted alongside them
-  (``models.bpfa_joint.FittedLocals``, from BBVI): β⁽ᵐ⁾ ~ q(β) and ψᵢ⁽ᵐ⁾ from
+  (``ConjugatePosterior.local_q``, from BBVI): β⁽ᵐ⁾ ~ q(β) and ψᵢ⁽ᵐ⁾ from
   that q, nothing recomputed;
 * a Gibbs-sampler state (``ChainState``): β⁽ᵐ⁾ = the chain's current globals,
   ψᵢ⁽ᵐ⁾ = M further local sweeps started from the chain's locals (the
@@ -20,22 +20,22 @@ so nothing of size N × K is held at once.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 import numpy as np
 
-from svibench.capabilities import LocalApprox
+from svibench.capabilities import Globals, LocalApprox
+from svibench.capabilities.conjugate import ConjugatePosterior
 
-from .bpfa_chain import ChainState, point_view
-from .bpfa_locals import FactorQ, GlobalMoments, draw_from_q, factor_q, gibbs, local_elbo
+from .chain import ChainState, point_view
+from .local import LOCALS, FactorQ, GlobalMoments, draws_from_q, gibbs, local_elbo
 
 __all__ = ["expected_view", "sampled_view", "predictive_chunks", "heldout_metrics"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
-def expected_view(lam: Mapping[str, Any]) -> GlobalMoments:
+def expected_view(lam: Globals) -> GlobalMoments:
     """E_q[β]-moments of λ: E[γ], E[log γ], E[log π], E[log(1−π)], E[φ], E[φ²]."""
     pi, phi = lam["pi"].to_mean(), lam["phi"].to_mean()
     go, gw = lam["gamma_obs"].to_mean(), lam["gamma_w"].to_mean()
@@ -43,7 +43,7 @@ def expected_view(lam: Mapping[str, Any]) -> GlobalMoments:
                          pi.mean_log, pi.mean_log1m, phi.mean, phi.second_moment)
 
 
-def sampled_view(lam: Mapping[str, Any], rng: np.random.Generator) -> GlobalMoments:
+def sampled_view(lam: Globals, rng: np.random.Generator) -> GlobalMoments:
     """One draw β ~ q(β) as moments (φ² at the draw; π kept inside (0, 1) for the logs)."""
     pi = np.clip(lam["pi"].sample(rng), 1e-300, 1.0 - 1e-16)
     phi = lam["phi"].sample(rng)
@@ -55,15 +55,12 @@ def _local_draws(view: GlobalMoments, Y, M, approx: LocalApprox, n_draws: int, r
     """(n_draws, B, K) draws of x from the local approximation given ``view`` (or from the
     ``fitted`` q of these rows), and the factorised q if any."""
     if fitted is not None:
-        q = fitted
-    elif approx.kind == "gibbs":
-        return gibbs(view, Y, M, approx.burnin, n_draws, rng).X, None
-    else:
-        q = factor_q(view, Y, M, approx)
-    return np.stack([draw_from_q(q, rng) for _ in range(n_draws)]), q
+        return draws_from_q(fitted, n_draws, rng), fitted
+    return LOCALS[approx.kind].draws(view, Y, M, approx, n_draws, rng)
 
 
-def predictive_chunks(posterior: Any, Y: np.ndarray, M: np.ndarray, n_draws: int, rng: np.random.Generator,
+def predictive_chunks(posterior: ConjugatePosterior | ChainState, Y: np.ndarray, M: np.ndarray, n_draws: int,
+                      rng: np.random.Generator,
                       chunk: int = 1024) -> Iterator[tuple[slice, np.ndarray, np.ndarray, float]]:
     """Yield (rows, means (n_draws, n, D), γ_obs draws (n_draws,), local ELBO sum or NaN) per chunk of rows.
 
@@ -74,11 +71,9 @@ def predictive_chunks(posterior: Any, Y: np.ndarray, M: np.ndarray, n_draws: int
     if isinstance(posterior, ChainState):
         view = None
     else:
-        approx = getattr(posterior, "approx", LocalApprox("mf"))
-        fitted = getattr(posterior, "local_q", None)  # q of every row's locals, fitted with the globals (BBVI)
-        structured = getattr(posterior, "view", "expected") == "sampled"
-        draws = [sampled_view(posterior, rng) for _ in range(n_draws)]
-        view = None if structured else expected_view(posterior)
+        approx, fitted = posterior.approx, posterior.local_q
+        draws = [sampled_view(posterior.lam, rng) for _ in range(n_draws)]
+        view = None if posterior.view == "sampled" else expected_view(posterior.lam)
     for start in range(0, N, chunk):
         rows = slice(start, min(N, start + chunk))
         y, m = Y[rows], M[rows]
@@ -94,7 +89,7 @@ def predictive_chunks(posterior: Any, Y: np.ndarray, M: np.ndarray, n_draws: int
             X, q = _local_draws(view, y, m, approx, n_draws, rng, None if fitted is None else fitted.rows(rows))
             means = np.stack([X[i] @ d.phi for i, d in enumerate(draws)])
             gammas = np.array([d.gamma_obs for d in draws])
-            if q is not None and q.kind == "mf":
+            if q is not None and q.spec.elbo:
                 elbo = float(local_elbo(view, y, m, q).sum())
         yield rows, means, gammas, elbo
 

@@ -27,10 +27,16 @@ The result of every approximation is a :class:`LocalMoments`: S "draws" of
 (E[x], E[x²], E[z], E[w²]) per row and feature, whose cross moments within a
 draw are products — exact for mean-field and Titsias (S = 1, independent
 features) and for Gibbs samples (S = number of kept sweeps, X2 = X²).  The
-eq. 7 statistics are written once in terms of these (``models.bpfa_stats``).
+eq. 7 statistics are written once in terms of these (``models.bpfa.stats``).
+
+Everything that differs between the kinds is one table, :data:`LOCALS` (kind →
+:class:`FactorKind` or :class:`GibbsKind`): the coordinate step, its code in the
+compiled kernel, what q(w | z = 0) is (for E[w²] and the entropy), the printed
+objective's w-prior term, and whether evaluation reports the ELBO.  A new local
+kind is one entry there (and one in ``svibench.capabilities.conjugate.LOCAL_KINDS``).
 
 The numpy code here is the reference.  ``mean_field``, ``titsias`` and
-``gibbs`` run the same sweeps compiled (``models.bpfa_kernels``, numba) when
+``gibbs`` run the same sweeps compiled (``models.bpfa.kernels``, numba) when
 ``kernel=True``, or by default when numba imports (:data:`KERNEL`; set the
 environment variable ``SVIBENCH_BPFA_KERNEL=0`` to default to the reference).
 Both paths start from the same ``FeatureSweep`` state and consume the same
@@ -45,29 +51,35 @@ multi-task and multiple kernel learning", NIPS.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 from scipy.special import expit
 
-from . import bpfa_kernels
+from svibench.capabilities.conjugate import LOCAL_KINDS, LocalApprox
+
+from . import kernels
 
 __all__ = [
     "GlobalMoments",
     "LocalMoments",
     "FactorQ",
     "FeatureSweep",
+    "FactorKind",
+    "GibbsKind",
     "LOCAL_STARTS",
     "FACTOR_KINDS",
+    "LOCALS",
     "mean_field",
     "titsias",
     "titsias_printed",
-    "factor_q",
     "gibbs",
     "gibbs_update",
     "local_elbo",
     "draw_from_q",
+    "draws_from_q",
 ]
 
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -78,17 +90,14 @@ LOCAL_TOL = 1e-3
 #: Starts of the coordinate ascents whose result depends on the start
 #: (:func:`mean_field`, :func:`titsias_printed`).
 LOCAL_STARTS = ("full", "prior")
-#: The local kinds with a factorised q (:class:`FactorQ`, :func:`factor_q`); their order is the
-#: compiled kernel's ``mode`` (``bpfa_kernels.factor_sweeps``).
-FACTOR_KINDS = ("mf", "titsias", "titsias-printed")
 #: Default of the ``kernel`` argument: the compiled sweeps when numba imports, unless SVIBENCH_BPFA_KERNEL=0.
-KERNEL = bpfa_kernels.AVAILABLE and os.environ.get("SVIBENCH_BPFA_KERNEL", "1") != "0"
+KERNEL = kernels.AVAILABLE and os.environ.get("SVIBENCH_BPFA_KERNEL", "1") != "0"
 
 
 def _use_kernel(kernel: bool | None) -> bool:
     if kernel is None:
         return KERNEL
-    if kernel and not bpfa_kernels.AVAILABLE:
+    if kernel and not kernels.AVAILABLE:
         raise ImportError("kernel=True needs numba (pip install numba)")
     return bool(kernel)
 
@@ -149,7 +158,7 @@ class LocalMoments:
 class FactorQ:
     """A factorised local q: q(z_ik) = Bern(θ_ik), slab q(w_ik | z_ik = 1) = N(m_ik, v_ik).
 
-    ``kind`` "mf": q(w_ik) = N(m_ik, v_ik) whatever z_ik (eq. 8);
+    ``kind`` (a key of :data:`FACTOR_KINDS`) "mf": q(w_ik) = N(m_ik, v_ik) whatever z_ik (eq. 8);
     "titsias": q(w_ik | z_ik = 0) = N(0, 1/γ_w), the prior (eq. 11);
     "titsias-printed": the Titsias q, fitted to the appendix's printed objective
     (:func:`titsias_printed`).
@@ -166,10 +175,15 @@ class FactorQ:
         """The q of the rows selected."""
         return FactorQ(self.kind, self.theta[rows], self.mean_w[rows], self.var_w[rows], self.gamma_w)
 
+    @property
+    def spec(self) -> FactorKind:
+        """The entry of :data:`FACTOR_KINDS` for ``kind``."""
+        return FACTOR_KINDS[self.kind]
+
     def moments(self) -> LocalMoments:
         slab2 = self.mean_w**2 + self.var_w
         x2 = self.theta * slab2
-        w2 = slab2 if self.kind == "mf" else x2 + (1.0 - self.theta) / self.gamma_w
+        w2 = x2 + (1.0 - self.theta) / self.gamma_w if self.spec.prior_off else slab2
         return LocalMoments((self.theta * self.mean_w)[None], x2[None], self.theta[None], w2[None])
 
 
@@ -288,32 +302,87 @@ def titsias_printed_step(sweep: FeatureSweep, q: FactorQ, k: int) -> None:
     sweep.set(k, theta * m)
 
 
-#: The compiled kernel's code of each factorised local kind (``bpfa_kernels.factor_sweeps``).
-_KERNEL_MODE = {kind: mode for mode, kind in enumerate(FACTOR_KINDS)}
+@dataclass(frozen=True)
+class FactorKind:
+    """One factorised local approximation (a :class:`FactorQ` kind): all that differs between kinds.
+
+    Attributes
+    ----------
+    name : str
+        Its key in :data:`FACTOR_KINDS` and ``LocalApprox.kind``.
+    step : callable (sweep, q, k) -> None
+        The numpy reference's coordinate step on feature k.
+    mode : int
+        Its code in the compiled kernel (``kernels.factor_sweeps``).
+    collapsed : bool
+        The step integrates w_ik out for z_ik, so the kernel needs ½ log(γ_w/κ).
+    prior_off : bool
+        q(w_ik | z_ik = 0) is the prior N(0, 1/γ_w) (Titsias, eq. 11), not the slab
+        (mean-field, eq. 8): sets E[w²] and the entropy.
+    printed : bool
+        The local objective's w-prior term is −γ_w/2 (m² + v) whatever z_ik (the
+        appendix's printed objective, not a bound).
+    elbo : bool
+        Evaluation reports the ELBO with these locals (mean-field only; ``BPFA.evaluate``).
+
+    Whether θ's start matters (``LocalApprox.init``) is the kind's ``started`` in
+    ``svibench.capabilities.conjugate.LOCAL_KINDS``.
+    """
+
+    name: str
+    step: Callable[[FeatureSweep, FactorQ, int], None]
+    mode: int
+    collapsed: bool = False
+    prior_off: bool = False
+    printed: bool = False
+    elbo: bool = False
+
+    def fit(self, view: GlobalMoments, Y: np.ndarray, M: np.ndarray, approx: LocalApprox) -> FactorQ:
+        """q given the view, by coordinate ascent with ``approx``'s sweeps cap, tolerance and start."""
+        return _coordinate_ascent(view, Y, M, self, approx.inner_iterations, approx.inner_tol, None, approx.init)
+
+    def moments(self, view: GlobalMoments, Y: np.ndarray, M: np.ndarray, approx: LocalApprox,
+                rng: np.random.Generator) -> LocalMoments:
+        """The locals' moments for the eq. 7 statistics (``rng`` unused: q is deterministic)."""
+        return self.fit(view, Y, M, approx).moments()
+
+    def draws(self, view: GlobalMoments, Y: np.ndarray, M: np.ndarray, approx: LocalApprox, n_draws: int,
+              rng: np.random.Generator) -> tuple[np.ndarray, FactorQ]:
+        """``n_draws`` draws of x (n_draws, B, K) from q given the view, and q."""
+        q = self.fit(view, Y, M, approx)
+        return draws_from_q(q, n_draws, rng), q
 
 
-def _coordinate_ascent(view, Y, M, kind, step, max_sweeps, tol, kernel, theta0=1.0) -> FactorQ:
-    """Per row, sweeps of ``step`` from θ = ``theta0`` (broadcast to (B, K)), m = 0 until the
-    row's θ moved by less than ``tol`` on average, or ``max_sweeps``."""
+#: The factorised local kinds by name (``LocalApprox.kind``).
+FACTOR_KINDS: dict[str, FactorKind] = {kind.name: kind for kind in (
+    FactorKind("mf", mf_step, 0, elbo=True),
+    FactorKind("titsias", titsias_step, 1, collapsed=True, prior_off=True),
+    FactorKind("titsias-printed", titsias_printed_step, 2, prior_off=True, printed=True),
+)}
+
+
+def _coordinate_ascent(view, Y, M, kind: FactorKind, max_sweeps, tol, kernel, start="full") -> FactorQ:
+    """Per row, sweeps of ``kind.step`` from θ = 1 (or, for a kind ``started`` in ``LOCAL_KINDS``,
+    where ``start`` says), m = 0 until the row's θ moved by less than ``tol`` on average, or ``max_sweeps``."""
     if not tol >= 0:
         raise ValueError(f"the local tolerance must be ≥ 0, not {tol!r}")
     B, K = Y.shape[0], view.phi.shape[0]
+    theta0 = _theta0(view, start) if LOCAL_KINDS[kind.name].started else 1.0
     theta = np.array(np.broadcast_to(theta0, (B, K)), dtype=float)
-    q = FactorQ(kind, theta, np.zeros((B, K)), np.full((B, K), 1.0 / view.gamma_w), view.gamma_w)
+    q = FactorQ(kind.name, theta, np.zeros((B, K)), np.full((B, K), 1.0 / view.gamma_w), view.gamma_w)
     if _use_kernel(kernel):
         sweep = FeatureSweep(view, Y, M, np.zeros((B, K)))
-        mode = _KERNEL_MODE[kind]
-        bpfa_kernels.factor_sweeps(mode, sweep.R, sweep.X, _c(M), _c(view.phi), sweep.A, sweep.Q,
-                                   sweep.half_log if kind == "titsias" else sweep.A, float(view.gamma_obs),
-                                   float(view.gamma_w), _c(view.logit_pi), q.theta, q.mean_w, q.var_w, max_sweeps, tol)
+        kernels.factor_sweeps(kind.mode, sweep.R, sweep.X, _c(M), _c(view.phi), sweep.A, sweep.Q,
+                              sweep.half_log if kind.collapsed else sweep.A, float(view.gamma_obs),
+                              float(view.gamma_w), _c(view.logit_pi), q.theta, q.mean_w, q.var_w, max_sweeps, tol)
         return q
     for i in range(B):  # the reference: each row its own coordinate ascent, vectorised over nothing
         sweep, row = FeatureSweep(view, Y[i:i + 1], M[i:i + 1], np.zeros((1, K))), FactorQ(
-            kind, q.theta[i:i + 1], q.mean_w[i:i + 1], q.var_w[i:i + 1], view.gamma_w)
+            kind.name, q.theta[i:i + 1], q.mean_w[i:i + 1], q.var_w[i:i + 1], view.gamma_w)
         for _ in range(max_sweeps):
             before = row.theta.copy()
             for k in range(K):
-                step(sweep, row, k)
+                kind.step(sweep, row, k)
             if np.mean(np.abs(row.theta - before)) < tol:
                 break
     return q
@@ -341,7 +410,7 @@ def mean_field(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: in
     shrunk by θ (m = θb/κ) and a feature turns on only on strong evidence: rows end sparser.
     Neither start is better everywhere (``tests/test_bpfa_locals.py``, the shah2015 studies).
     """
-    return _coordinate_ascent(view, Y, M, "mf", mf_step, max_sweeps, tol, kernel, _theta0(view, start))
+    return _coordinate_ascent(view, Y, M, FACTOR_KINDS["mf"], max_sweeps, tol, kernel, start)
 
 
 def titsias(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int,
@@ -350,7 +419,7 @@ def titsias(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int,
     (``tol`` and ``kernel`` as in :func:`mean_field`).  Each step is the exact conditional of
     (z_k, w_k) and does not read the previous θ_k, so θ's start (the only difference between
     :data:`LOCAL_STARTS`) does not change the result."""
-    return _coordinate_ascent(view, Y, M, "titsias", titsias_step, max_sweeps, tol, kernel)
+    return _coordinate_ascent(view, Y, M, FACTOR_KINDS["titsias"], max_sweeps, tol, kernel)
 
 
 def titsias_printed(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: int,
@@ -363,18 +432,7 @@ def titsias_printed(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweep
     Titsias-SSVI, whose m-step it makes the mean-field one, shrunk by θ, so that from the
     ``"prior"`` start it behaves like mean-field and not like :func:`titsias`.
     """
-    return _coordinate_ascent(view, Y, M, "titsias-printed", titsias_printed_step, max_sweeps, tol, kernel,
-                              _theta0(view, start))
-
-
-def factor_q(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, approx) -> FactorQ:
-    """The factorised local q of ``approx`` (a :class:`svibench.capabilities.LocalApprox` of kind
-    ``"mf"``, ``"titsias"`` or ``"titsias-printed"``: its sweeps cap, tolerance and start) given the view."""
-    if approx.kind == "mf":
-        return mean_field(view, Y, M, approx.inner_iterations, approx.inner_tol, start=approx.init)
-    if approx.kind == "titsias-printed":
-        return titsias_printed(view, Y, M, approx.inner_iterations, approx.inner_tol, start=approx.init)
-    return titsias(view, Y, M, approx.inner_iterations, approx.inner_tol)
+    return _coordinate_ascent(view, Y, M, FACTOR_KINDS["titsias-printed"], max_sweeps, tol, kernel, start)
 
 
 def gibbs_update(sweep: FeatureSweep, k: int, u: np.ndarray, n: np.ndarray):
@@ -416,7 +474,7 @@ def gibbs(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, burnin: int, sample
     Z = np.empty((samples, B, K))
     W2 = np.empty((samples, B, K))
     if _use_kernel(kernel):
-        bpfa_kernels.gibbs_sweeps(sweep.R, sweep.X, _c(M), _c(view.phi), sweep.Q, sweep.kappa, sweep.half_log,
+        kernels.gibbs_sweeps(sweep.R, sweep.X, _c(M), _c(view.phi), sweep.Q, sweep.kappa, sweep.half_log,
                                   float(view.gamma_obs), float(view.gamma_w), _c(view.logit_pi), U, N, burnin,
                                   X, Z, W2)
         return LocalMoments(X, X * X, Z, W2)
@@ -431,14 +489,35 @@ def gibbs(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, burnin: int, sample
     return LocalMoments(X, X * X, Z, W2)
 
 
+@dataclass(frozen=True)
+class GibbsKind:
+    """Blocked Gibbs sampling from the exact local conditional (:func:`gibbs`) as a local kind."""
+
+    name: str = "gibbs"
+
+    def moments(self, view: GlobalMoments, Y: np.ndarray, M: np.ndarray, approx: LocalApprox,
+                rng: np.random.Generator) -> LocalMoments:
+        """``approx.burnin`` sweeps discarded, ``approx.samples`` kept, for the eq. 7 statistics."""
+        return gibbs(view, Y, M, approx.burnin, approx.samples, rng)
+
+    def draws(self, view: GlobalMoments, Y: np.ndarray, M: np.ndarray, approx: LocalApprox, n_draws: int,
+              rng: np.random.Generator) -> tuple[np.ndarray, None]:
+        """``n_draws`` kept sweeps of x (n_draws, B, K) after ``approx.burnin``; no factorised q."""
+        return gibbs(view, Y, M, approx.burnin, n_draws, rng).X, None
+
+
+#: Every local kind BPFA offers, by name: what ``BPFA.local_statistics`` and evaluation dispatch on.
+LOCALS: dict[str, FactorKind | GibbsKind] = {**FACTOR_KINDS, "gibbs": GibbsKind()}
+
+
 def local_elbo(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, q: FactorQ) -> np.ndarray:
     """Local ELBO per row, E_q[log p(yᵢ, zᵢ, wᵢ | β)] − E_q[log q(zᵢ, wᵢ)], with all constants.
 
     Expectations over β use the view (E[γ], E[log γ], E[log π], E[φ], E[φ²]),
     so with the expected view this is row i's share of the full ELBO; only
     observed entries enter the likelihood.  Mean-field (eq. 9) or Titsias
-    entropy according to ``q.kind``; for ``"titsias-printed"`` the appendix's printed
-    objective (w-prior term on m² + v whatever z), which is not a bound.
+    entropy according to ``q.kind`` (:class:`FactorKind`); for a ``printed`` kind the appendix's
+    printed objective (w-prior term on m² + v whatever z), which is not a bound.
     """
     mom = q.moments()
     ex, ex2, w2 = mom.X[0], mom.X2[0], mom.W2[0]
@@ -448,17 +527,17 @@ def local_elbo(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, q: FactorQ) ->
     loglik = 0.5 * n_obs * (view.log_gamma_obs - _LOG_2PI) - 0.5 * view.gamma_obs * resid2
     th = q.theta
     prior_z = (th * view.log_pi + (1.0 - th) * view.log_1m_pi).sum(1)
-    if q.kind == "titsias-printed":
+    if q.spec.printed:
         w2 = q.mean_w**2 + q.var_w
     prior_w = (0.5 * (view.log_gamma_w - _LOG_2PI) - 0.5 * view.gamma_w * w2).sum(1)
     with np.errstate(divide="ignore", invalid="ignore"):
         h_z = -(np.where(th > 0, th * np.log(th), 0.0) + np.where(th < 1, (1 - th) * np.log1p(-th), 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):  # v = 0 where θ = 0 (printed objective)
         h_slab = 0.5 * (np.log(q.var_w) + _LOG_2PI + 1.0)
-        if q.kind == "mf":
-            h_w = h_slab
-        else:
+        if q.spec.prior_off:
             h_w = np.where(th > 0, th * h_slab, 0.0) + (1.0 - th) * 0.5 * (_LOG_2PI + 1.0 - np.log(q.gamma_w))
+        else:
+            h_w = h_slab
     return loglik + prior_z + prior_w + (h_z + h_w).sum(1)
 
 
@@ -466,3 +545,8 @@ def draw_from_q(q: FactorQ, rng: np.random.Generator) -> np.ndarray:
     """One draw x = z ∘ w from a factorised local q (B, K)."""
     z = rng.random(q.theta.shape) < q.theta
     return np.where(z, q.mean_w + np.sqrt(q.var_w) * rng.standard_normal(q.theta.shape), 0.0)
+
+
+def draws_from_q(q: FactorQ, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_draws`` independent draws of x from a factorised local q, (n_draws, B, K)."""
+    return np.stack([draw_from_q(q, rng) for _ in range(n_draws)])

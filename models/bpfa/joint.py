@@ -29,28 +29,17 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from svibench.capabilities import LocalApprox
-from svibench.capabilities.conjugate import LocalPosterior
+from svibench.capabilities.conjugate import ConjugatePosterior
 from svibench.expfam import BetaNatural, GammaNatural, GaussianDiagNatural
 
-from .bpfa_locals import FactorQ
-from .gamma_family import MeanFieldGamma
-from .gaussian_families import MeanFieldGaussian
-from .score_families import MeanFieldBernoulli, MeanFieldBeta, ProductFamily
+from .local import FactorQ
+from ..gamma_family import MeanFieldGamma
+from ..gaussian_families import MeanFieldGaussian
+from ..score_families import MeanFieldBernoulli, MeanFieldBeta, ProductFamily
 
-__all__ = ["BPFAFamily", "FittedLocals", "log_joint", "log_joint_blocks"]
+__all__ = ["BPFAFamily", "log_joint", "log_joint_blocks"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
-
-
-class FittedLocals(LocalPosterior):
-    """Globals λ plus a fitted mean-field q(z_ik) q(w_ik) of every training row (``local_q``,
-    a ``FactorQ`` of kind "mf"), which evaluation uses as it is instead of recomputing the
-    locals from E_q[β]."""
-
-    def __init__(self, lam: dict, local_q: FactorQ) -> None:
-        super().__init__(lam, LocalApprox("mf"), "expected")
-        self.local_q = local_q
 
 
 class BPFAFamily(ProductFamily):
@@ -85,8 +74,10 @@ class BPFAFamily(ProductFamily):
                 "gamma_obs": part["gamma"][:, 0], "gamma_w": part["gamma"][:, 1],
                 "Z": part["z"].reshape(S, self.N, self.K), "W": part["w"].reshape(S, self.N, self.K)}
 
-    def posterior(self, phi: np.ndarray) -> FittedLocals:
-        """λ of the globals (Beta, diagonal Gaussian, Gamma natural parameters) and q of the locals."""
+    def posterior(self, phi: np.ndarray) -> ConjugatePosterior:
+        """λ of the globals (Beta, diagonal Gaussian, Gamma natural parameters) with ``local_q``, the
+        fitted mean-field q of every training row's locals (a ``FactorQ`` of kind "mf"), which
+        evaluation uses as it is instead of recomputing the locals from E_q[β]."""
         p = self.split_params(phi)
         a, b = self.parts["pi"].ab(p["pi"])
         m, s = self.parts["phi"].mean_sd(p["phi"])
@@ -98,7 +89,8 @@ class BPFAFamily(ProductFamily):
                "gamma_w": GammaNatural.from_shape_rate(shape[1], rate[1])}
         grid = (self.N, self.K)
         theta = self.parts["z"].posterior(p["z"]).reshape(grid)
-        return FittedLocals(lam, FactorQ("mf", theta, mw.reshape(grid), (sw**2).reshape(grid), shape[1] / rate[1]))
+        local_q = FactorQ("mf", theta, mw.reshape(grid), (sw**2).reshape(grid), shape[1] / rate[1])
+        return ConjugatePosterior(lam, local_q=local_q)
 
 
 def _terms(model: Any, family: BPFAFamily, z: np.ndarray, batch: np.ndarray | None) -> dict[str, np.ndarray]:

@@ -13,9 +13,9 @@ The model offers the conditionally conjugate capability for the SVI family
 VMP), the complete-conditional sweep of the uncollapsed Gibbs sampler
 (``algorithms.gibbs``), and its log joint with a fully factorised family for
 score-function BBVI (small problems only).  The maths lives in
-``models.bpfa_locals`` (local approximations), ``models.bpfa_stats`` (eq. 7),
-``models.bpfa_chain`` (Gibbs sampler), ``models.bpfa_joint`` (log joint) and
-``models.bpfa_eval`` (eq. 12 and metrics).
+``models.bpfa.local`` (local approximations, one table of kinds), ``models.bpfa.stats``
+(eq. 7), ``models.bpfa.chain`` (Gibbs sampler), ``models.bpfa.joint`` (log joint),
+``models.bpfa.evaluation`` (eq. 12 and metrics) and ``models.bpfa.kernels`` (compiled sweeps).
 
 Data: a ``Dataset`` of kind ``"factor"`` or ``"images"`` with ``train["Y"]``
 (N, D) and ``train["mask"]`` (N, D, 1 = observed) and ``test["Y"]`` (true
@@ -25,20 +25,22 @@ patch geometry and the standardisation (``offset``, ``scale``).
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from svibench.capabilities import Globals, LocalApprox
+from svibench.capabilities.conjugate import ConjugatePosterior
 from svibench.data import Dataset
 from svibench.expfam import BetaNatural, GammaNatural, GaussianDiagNatural
+from svibench.minibatch import sample_minibatch
 from svibench.datasets.images import assemble_patches
 from svibench.model import Model
 
-from . import bpfa_eval, bpfa_joint
-from .bpfa_chain import ChainState, point_view, sample_globals, sweep_locals
-from .bpfa_locals import FACTOR_KINDS, LOCAL_STARTS, GlobalMoments, LocalMoments, factor_q, gibbs
-from .bpfa_stats import global_statistics
+from . import evaluation, joint
+from .chain import ChainState, point_view, sample_globals, sweep_locals
+from .local import LOCAL_STARTS, LOCALS, GlobalMoments, LocalMoments
+from .stats import global_statistics
 
 __all__ = ["BPFA"]
 
@@ -67,7 +69,7 @@ class BPFA(Model):
     name = "bpfa"
     data_kinds = ("factor", "images")
     metrics = ("elbo", "heldout_loglik", "mse", "draw_mse", "psnr", "psnr_fit")
-    local_kinds: ClassVar[tuple[str, ...]] = (*FACTOR_KINDS, "gibbs")
+    local_kinds: ClassVar[tuple[str, ...]] = tuple(LOCALS)
     local_starts: ClassVar[tuple[str, ...]] = LOCAL_STARTS
     family_kinds: ClassVar[tuple[str, ...]] = ("meanfield",)
     init_methods: ClassVar[tuple[str, ...]] = ("random", "gibbs")
@@ -126,7 +128,7 @@ class BPFA(Model):
                 "gamma_obs": GammaNatural.from_shape_rate(10.0, 1.0),
                 "gamma_w": GammaNatural.from_shape_rate(10.0, 10.0),
             }
-        rows = np.sort(rng.choice(N, size=min(self.init_rows, N), replace=False))
+        rows = sample_minibatch(rng, N, self.init_rows)
         Y, M = self.Y[rows], self.M[rows]
         state = self.chain_init(rng, "random", rows)
         for _ in range(self.init_sweeps):
@@ -139,45 +141,43 @@ class BPFA(Model):
         return {name: self._prior[name] + (N / len(rows)) * stats[name] for name in self._prior}
 
     def expected_view(self, lam: Globals) -> GlobalMoments:
-        return bpfa_eval.expected_view(lam)
+        return evaluation.expected_view(lam)
 
     def sampled_view(self, lam: Globals, rng: np.random.Generator) -> GlobalMoments:
-        return bpfa_eval.sampled_view(lam, rng)
+        return evaluation.sampled_view(lam, rng)
 
     def local_statistics(self, view: GlobalMoments, batch: np.ndarray, approx: LocalApprox,
                          rng: np.random.Generator) -> Globals:
-        """Σ_{i∈batch} η̂ᵢ (eq. 7, corrected; ``models.bpfa_stats``) under ``approx`` given ``view``."""
+        """Σ_{i∈batch} η̂ᵢ (eq. 7, corrected; ``models.bpfa.stats``) under ``approx`` given ``view``."""
         Y, M = self.Y[batch], self.M[batch]
         return global_statistics(self.local_moments(view, Y, M, approx, rng), view, Y, M)
 
     def local_moments(self, view: GlobalMoments, Y: np.ndarray, M: np.ndarray, approx: LocalApprox,
                       rng: np.random.Generator) -> LocalMoments:
         """The locals' moments under ``approx``: mean-field (eq. 8–9), Titsias (eq. 11; or fitted to
-        the appendix's printed objective) or Gibbs."""
-        if approx.kind == "gibbs":
-            return gibbs(view, Y, M, approx.burnin, approx.samples, rng)
-        if approx.kind in FACTOR_KINDS:
-            return factor_q(view, Y, M, approx).moments()
-        raise ValueError(f"bpfa offers local approximations {self.local_kinds}, not {approx.kind!r}")
+        the appendix's printed objective) or Gibbs (``models.bpfa.local.LOCALS``)."""
+        if approx.kind not in LOCALS:
+            raise ValueError(f"bpfa offers local approximations {self.local_kinds}, not {approx.kind!r}")
+        return LOCALS[approx.kind].moments(view, Y, M, approx, rng)
 
-    # -- capability: log joint (score-function BBVI; models.bpfa_joint)
-    def variational_family(self, kind: str = "meanfield") -> bpfa_joint.BPFAFamily:
-        """The fully factorised q over π, Φ, γ_obs, γ_w, Z, W (``models.bpfa_joint``)."""
+    # -- capability: log joint (score-function BBVI; models.bpfa.joint)
+    def variational_family(self, kind: str = "meanfield") -> joint.BPFAFamily:
+        """The fully factorised q over π, Φ, γ_obs, γ_w, Z, W (``models.bpfa.joint``)."""
         if kind not in self.family_kinds:
             raise ValueError(f"bpfa offers variational families {self.family_kinds}, not {kind!r}")
-        return bpfa_joint.BPFAFamily(self)
+        return joint.BPFAFamily(self)
 
     def log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
-        return bpfa_joint.log_joint(self, self.variational_family(), z, batch)
+        return joint.log_joint(self, self.variational_family(), z, batch)
 
     def log_joint_blocks(self, z: np.ndarray, kind: str, batch: np.ndarray | None = None) -> np.ndarray:
-        return bpfa_joint.log_joint_blocks(self, self.variational_family(kind), z, batch)
+        return joint.log_joint_blocks(self, self.variational_family(kind), z, batch)
 
     # -- the uncollapsed Gibbs sampler (algorithms.gibbs)
     def chain_init(self, rng: np.random.Generator, method: str = "random", rows: np.ndarray | None = None) -> ChainState:
         """Random start of the Gibbs sampler: globals drawn from the random-init λ, no feature on."""
         lam = self.init_globals(rng, method)
-        view = bpfa_eval.sampled_view(lam, rng)
+        view = evaluation.sampled_view(lam, rng)
         n = self.n_train if rows is None else len(rows)
         return ChainState(np.exp(view.log_pi), view.phi, view.gamma_w, view.gamma_obs, np.zeros((n, self.features)))
 
@@ -192,7 +192,7 @@ class BPFA(Model):
         """Σ over globals of KL(q ‖ p)."""
         return float(sum(np.sum(lam[name].kl(self._prior[name])) for name in self._prior))
 
-    def evaluate(self, posterior: Any, rng: np.random.Generator) -> dict[str, float]:
+    def evaluate(self, posterior: ConjugatePosterior | ChainState, rng: np.random.Generator) -> dict[str, float]:
         """Metrics of λ (from the SVI family, with its local approximation) or of a Gibbs-sampler state.
 
         * ``heldout_loglik``: eq. 12 with ``predictive_samples`` draws per row,
@@ -219,9 +219,10 @@ class BPFA(Model):
           only — our reading of the paper's Table 1 (§5.2 does not say which
           pixels; its 34–47 dB with 80% missing, and rmse < σ = 15 in denoising,
           are only attainable on the pixels the model was fitted to);
-        * ``elbo``: only for mean-field locals given E_q[β] (MF-SVI, VMP, or a
-          plain λ): the full ELBO with every row's mean-field locals re-optimised
-          given the current λ (eq. 9 with constants) minus Σ KL(q(β) ‖ p(β)).
+        * ``elbo``: only for mean-field locals given E_q[β] (MF-SVI, VMP, or BBVI's
+          fitted mean-field locals): the full ELBO with every row's mean-field locals re-optimised
+          given the current λ (eq. 9 with constants) minus Σ KL(q(β) ‖ p(β)); the
+          locals' kinds that report it are ``elbo`` in ``models.bpfa.local.FACTOR_KINDS``.
         """
         test = self.data.test
         T = np.asarray(test["mask"], dtype=float)
@@ -230,16 +231,16 @@ class BPFA(Model):
         recon = np.zeros_like(self.Y) if image else None
         scale = np.broadcast_to(np.asarray(self.data.meta.get("scale", 1.0), dtype=float), (self.Y.shape[1],))
         ll = se = se_draw = elbo = 0.0
-        for rows, means, gammas, local in bpfa_eval.predictive_chunks(posterior, self.Y, self.M, self.predictive_samples,
+        for rows, means, gammas, local in evaluation.predictive_chunks(posterior, self.Y, self.M, self.predictive_samples,
                                                                       rng, self.eval_chunk):
-            row_ll, row_se, row_se_draw, mean = bpfa_eval.heldout_metrics(means, gammas, truth[rows], T[rows], scale)
+            row_ll, row_se, row_se_draw, mean = evaluation.heldout_metrics(means, gammas, truth[rows], T[rows], scale)
             ll, se, se_draw, elbo = ll + row_ll, se + row_se, se_draw + row_se_draw, elbo + local
             if image:
                 recon[rows] = mean
         n_test = max(T.sum(), 1.0)
         out = {"heldout_loglik": ll / n_test, "mse": se / n_test, "draw_mse": se_draw / n_test}
         if not isinstance(posterior, ChainState) and np.isfinite(elbo):
-            out["elbo"] = elbo - self.global_kl(posterior)
+            out["elbo"] = elbo - self.global_kl(posterior.lam)
         if image:
             out["psnr"] = psnr(recon, self.data.meta, np.asarray(test["image"], dtype=float))
             out["psnr_fit"] = psnr_fit(recon, self.Y, self.M, self.data.meta, test["image"].shape)

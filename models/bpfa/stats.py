@@ -1,7 +1,7 @@
 """The global statistics of beta-process factor analysis (Shah et al. 2015, eq. 7, corrected).
 
 Σᵢ η̂ᵢ for a minibatch, in natural-parameter form, from the locals' moments
-(``models.bpfa_locals.LocalMoments``) and the globals' view.  Relative to the
+(``models.bpfa.local.LocalMoments``) and the globals' view.  Relative to the
 printed eq. 7 (see CATALOG.md errata):
 
 * φ_k's prior precision is D (φ_k ~ N(0, D⁻¹I)) and, with masks, its
@@ -20,7 +20,7 @@ import numpy as np
 
 from svibench.expfam import BetaNatural, GammaNatural, GaussianDiagNatural
 
-from .bpfa_locals import GlobalMoments, LocalMoments
+from .local import GlobalMoments, LocalMoments
 
 __all__ = ["global_statistics"]
 

@@ -1,6 +1,6 @@
 """Compiled (numba) sweeps over features for the BPFA local approximations.
 
-The same updates as the plain-numpy reference in ``models.bpfa_locals``
+The same updates as the plain-numpy reference in ``models.bpfa.local``
 (``mf_step``, ``titsias_step``, ``titsias_printed_step``, ``gibbs_update``;
 Shah et al. 2015, eq. 9, 11, the appendix's printed Titsias objective and its
 blocked Gibbs step), reorganised for speed without changing the maths:
@@ -27,7 +27,7 @@ blocked Gibbs step), reorganised for speed without changing the maths:
   the reference consumes, so a seed fixes the trajectory on both paths.
 
 Results agree with the reference to rounding (dot products are summed in
-another order); ``tests/test_bpfa_kernels.py`` checks this with masks.
+another order); ``tests/test_kernels.py`` checks this with masks.
 
 ``AVAILABLE`` is False when numba does not import; callers then use the
 reference.  Inputs are float64, C-contiguous; arrays are updated in place.
