@@ -4,11 +4,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
-
-import xarray as xr
+from typing import Sequence
 
 from .data import DataError, DatasetUnavailable
+from .executors import Executor
 from .progress import Progress
 from .registry import get_registry
 from .results import ResultsError, environment, read_run, run_files, write_json, write_run
@@ -81,9 +80,6 @@ def _refuse_changed_study(old: dict, study: Study, folder: Path) -> None:
         [f"{len(new)} new run(s) ({some(new)})"] if new else [])
     raise SweepError(f"the study file changed since {folder} was written: {'; '.join(changes)}; "
                      "use another -o folder, or --force to keep the old runs and add the new ones")
-
-
-Executor = Callable[[Sequence[RunSpec]], Iterator[xr.Dataset]]
 
 
 def check_data(runs: Sequence[RunSpec]) -> None:
@@ -167,8 +163,7 @@ def run_study(
             todo.append(run)
     check_data(todo)
     write_json(manifest_path, _manifest(study, result.statuses, execution))
-    bar = Progress(len(todo), enabled=progress)
-    runs = executor(todo)
+    runs = executor(todo, on_progress=Progress(todo, enabled=progress))
     try:
         for ds in runs:
             write_run(ds, folder)
@@ -176,7 +171,6 @@ def run_study(
             result.executed.append(run_id)
             result.statuses[run_id] = status
             write_json(manifest_path, _manifest(study, result.statuses, execution))
-            bar.update(status)
     finally:
         close = getattr(runs, "close", None)
         if close:
