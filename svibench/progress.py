@@ -21,6 +21,8 @@ from .spec import Budget, RunSpec
 __all__ = ["Progress", "RunEvent", "budget_fraction"]
 
 WIDTH = 30
+#: Fraction of the sweep done before an ETA is shown (extrapolating from less is noise).
+ETA_AFTER = 0.01
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class Progress:
     def line(self) -> str:
         elapsed = time.monotonic() - self.started
         done = self.fraction()
-        eta = f"{elapsed / done * (1 - done):6.1f}s" if done > 0 else "     ?"
+        eta = f"{elapsed / done * (1 - done):6.1f}s" if done >= ETA_AFTER else "     ?"
         filled = int(WIDTH * done)
         text = (f"[{'#' * filled}{'.' * (WIDTH - filled)}] {self.done}/{self.total} runs  {100 * done:5.1f}%"
                 f"  {elapsed:6.1f}s elapsed  ETA {eta}  not ok: {self.failed}")

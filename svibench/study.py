@@ -30,8 +30,14 @@ A study is a TOML file (read with the standard library's ``tomllib``)::
     metric = "elbo"
     value = -1.0
 
-Validation happens before any work: every error names the key, what was
-expected and what was found, in one line.
+    [report]                      # see svibench.report.settings
+    target = { metric = "elbo", relative = 0.001 }
+
+Validation of every section, ``[report]`` included, happens at load, before any
+work: every error names the key, what was expected and what was found, in one
+line.  One parser per section (``_parse_scales``, ``_parse_study_table``,
+``_parse_budget``, ``_parse_problems``, ``_parse_algorithms``, ``_parse_paper``,
+``_parse_report``).
 """
 from __future__ import annotations
 

@@ -72,6 +72,11 @@ BAD = {
     "not toml": ("[study\nname=", "is not valid TOML"),
     "unknown dataset": (GOOD.replace('dataset = "gmm-synthetic"', 'dataset = "no-such-data"'), "unknown dataset 'no-such-data'"),
     "no problems": (GOOD.split("[[problem]]")[0], "needs at least one [[problem]]"),
+    "repeated seed": (GOOD.replace("seeds = [0, 1]", "seeds = [0, 0]"), "[study] seeds: [0, 0] repeats a seed"),
+    "unknown scale key": (GOOD + "\n[scales.paper]\nseed = [1]\n", "[scales.paper]: unknown key 'seed'; valid keys:"),
+    "paper value": (GOOD + '\n[[paper]]\nproblem = "p"\nalgorithm = "a"\nmetric = "elbo"\nvalue = "high"\n',
+                    "[[paper]] #1 value: expected a number, got 'high' (str)"),
+    "no algorithms": (GOOD.split("[[algorithm]]")[0], "needs at least one [[algorithm]]"),
 }
 
 
