@@ -9,7 +9,7 @@ from functools import partial
 from pathlib import Path
 
 from .data import DataError
-from .executors import Executor, ExecutorError
+from .executors import Executor, ExecutorError, dask_slots, run_dask, run_local
 from .registry import RegistryError, get_registry
 from .results import ResultsError, open_results
 from .study import StudyError, load_study
@@ -53,8 +53,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 def _executor(args: argparse.Namespace, workers: int) -> Executor:
     """The executor the options ask for, configured (it is called with the runs and ``on_progress``)."""
-    from .executors import run_dask, run_local
-
     if args.executor == "dask":
         return partial(run_dask, address=args.address, workers=workers, retries=args.retries)
     memory = int(args.memory_limit * 2**30) if args.memory_limit else None
@@ -63,8 +61,6 @@ def _executor(args: argparse.Namespace, workers: int) -> Executor:
 
 def _workers(args: argparse.Namespace) -> int:
     """How many runs execute at once: --workers, the cores, or the size of the cluster at --address."""
-    from .executors import dask_slots
-
     if args.address and args.executor != "dask":
         raise ExecutorError("--address needs --executor dask")
     if not args.address:

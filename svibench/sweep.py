@@ -4,8 +4,8 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-from importlib.metadata import packages_distributions, version
 from dataclasses import dataclass, field
+from importlib.metadata import packages_distributions, version
 from pathlib import Path
 from typing import Sequence
 

@@ -155,6 +155,17 @@ def test_builtin_origins_carry_the_svibench_version(tmp_path, capsys):
     assert set(origins) == {"algorithm vmp", "model gmm", "dataset gmm-synthetic"}
 
 
+def test_an_entry_point_origin_carries_its_package_version():
+    from importlib.metadata import version
+
+    import numpy
+
+    from svibench.sweep import _origin
+
+    source = "entry point fake = numpy (numpy)"  # as the registry names it; any installed package will do
+    assert _origin(numpy.ndarray, source) == f"{source} (numpy {version('numpy')})"
+
+
 @pytest.mark.parametrize("name", ["svi", "vmp", "mf-svi"])
 def test_new_algorithm_refuses_a_name_the_registry_already_has(tmp_path, name):
     with pytest.raises(ScaffoldError, match=rf"algorithm name '{name}' is taken by built-in svibench.algorithms\.\S+; "
