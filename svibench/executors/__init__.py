@@ -16,9 +16,9 @@ Worker processes pin BLAS/OpenMP to one thread, so parallel runs do not
 oversubscribe the cores (timings of parallel runs are still not serial timings:
 the sweep records the number of workers in the results).
 """
-from .base import THREAD_VARS, TIMEOUT_GRACE, Executor, ExecutorError, lost_run, pinned_threads
+from .base import THREAD_VARS, TIMEOUT_GRACE, Executor, ExecutorError, pinned_threads
 from .dask import dask_slots, run_dask
 from .local import run_local
 
 __all__ = ["run_local", "run_dask", "dask_slots", "Executor", "ExecutorError", "THREAD_VARS", "pinned_threads",
-           "TIMEOUT_GRACE", "lost_run"]
+           "TIMEOUT_GRACE"]
