@@ -12,7 +12,7 @@ from ..progress import RunEvent
 from ..runner import to_dataset
 from ..spec import RunSpec
 
-__all__ = ["Executor", "ExecutorError", "OnProgress", "StepReporter", "finished", "lost_run", "pinned_threads",
+__all__ = ["Executor", "ExecutorError", "OnProgress", "StepReporter", "finished", "ignore", "lost_run", "pinned_threads",
            "THREAD_VARS", "TIMEOUT_GRACE"]
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
