@@ -4,15 +4,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections import Counter
+from functools import partial
 from pathlib import Path
 
 from .data import DataError
-from .executors import ExecutorError
+from .executors import Executor, ExecutorError, dask_slots, run_dask, run_local
 from .registry import RegistryError, get_registry
 from .results import ResultsError, open_results
 from .study import StudyError, load_study
-from .progress import run_with_progress
-from .summary import final_table, format_table
 from .sweep import SweepError, run_study
 
 __all__ = ["main"]
@@ -51,38 +51,38 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from .executors import dask_slots, run_dask, run_local
+def _executor(args: argparse.Namespace, workers: int) -> Executor:
+    """The executor the options ask for, configured (it is called with the runs and ``on_progress``)."""
+    if args.executor == "dask":
+        return partial(run_dask, address=args.address, workers=workers, retries=args.retries)
+    memory = int(args.memory_limit * 2**30) if args.memory_limit else None
+    return partial(run_local, workers=workers, retries=args.retries, memory_limit=memory)
 
+
+def _workers(args: argparse.Namespace) -> int:
+    """How many runs execute at once: --workers, the cores, or the size of the cluster at --address."""
     if args.address and args.executor != "dask":
         raise ExecutorError("--address needs --executor dask")
+    if not args.address:
+        return args.workers or os.cpu_count() or 1
+    workers = dask_slots(args.address)  # a cluster of its own size: checked (and reached) before any work
+    if workers == 0 and not args.quiet:
+        print(f"the scheduler at {args.address} has no workers yet: runs wait until `dask worker` processes join")
+    return workers
 
+
+def _cmd_run(args: argparse.Namespace) -> int:
     study = load_study(args.study, scale=args.scale, plugins=tuple(str(Path(p).resolve()) for p in args.plugin))
     out = Path(args.output) if args.output else Path(args.study).resolve().parent / "results"
-    workers = args.workers or os.cpu_count() or 1
-    if args.address:  # a cluster of its own size: checked (and reached) before any work
-        workers = dask_slots(args.address)
-        if workers == 0 and not args.quiet:
-            print(f"the scheduler at {args.address} has no workers yet: runs wait until `dask worker` processes join")
+    workers = _workers(args)
     if not args.quiet:
         print(f"study {study.name!r} ({study.scale} scale): {len(study.runs)} runs, {workers} worker(s) -> {out}")
         for skip in study.skipped:
             print(f"  skipped {skip.algorithm} on {skip.problem}: {skip.reason}")
-    memory = int(args.memory_limit * 2**30) if args.memory_limit else None
-    if args.executor == "dask":
-        executor = lambda specs: run_dask(specs, address=args.address, workers=workers, retries=args.retries)  # noqa: E731
-    else:
-        executor = lambda specs: run_local(specs, workers=workers, retries=args.retries, memory_limit=memory)  # noqa: E731
-    if len(study.runs) == 1 and not args.quiet and sys.stderr.isatty():
-        executor = run_with_progress  # one long run: show its progress through the budget
     try:
         result = run_study(
-            study,
-            out,
-            executor,
-            resume=not args.no_resume,
-            retry_failed=not args.keep_failed,
-            force=args.force,
+            study, out, _executor(args, workers),
+            resume=not args.no_resume, retry_failed=not args.keep_failed, force=args.force,
             progress=False if args.quiet else None,
             execution={"executor": args.executor, "parallel_workers": workers if len(study.runs) > 1 else 1,
                        **({"scheduler": args.address} if args.address else {})},
@@ -95,18 +95,42 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"unreadable run files (run again): {', '.join(result.corrupt)}", file=sys.stderr)
     if not args.quiet:
         print(f"{len(result.executed)} runs made, {len(result.reused)} already on disk")
-        ds = open_results(out, skip_corrupt=True)
-        print(format_table(final_table(ds)).to_string())
-        bad = {k: v for k, v in result.statuses.items() if v != "ok"}
-        if bad:
-            print(f"{len(bad)} run(s) not ok; see `message` in the results")
+        print(_final_metrics_text(out, study.report))
     if not args.no_report:
         from .report import write_report  # seaborn/matplotlib load only when a report is written
 
         report = write_report(out, out / "report" if args.output else Path(args.study).resolve().parent)
         if not args.quiet:
             print(f"report: {report.html} (open it in a browser; Markdown: {report.markdown.name})")
-    return 0
+    return _exit_status(result.statuses, args.quiet)
+
+
+def _final_metrics_text(out: Path, report: dict) -> str:
+    """The report's final-metrics table as text (failed runs left out of the means, as in the report)."""
+    import pandas as pd
+
+    from .report.settings import ReportSettings
+    from .report.tables import final_metrics
+
+    table = final_metrics(open_results(out, skip_corrupt=True), ReportSettings.parse(report))
+    return pd.DataFrame(table.rows, columns=table.columns).to_string(index=False)
+
+
+def _exit_status(statuses: dict[str, str], quiet: bool) -> int:
+    """1 if any run of the study failed or timed out, else 0; says so, with the counts, in the last line.
+
+    A diverged run is a result (the algorithm diverged at those settings), not a fault: it does not
+    change the exit status.
+    """
+    counts = Counter(statuses.values())
+    faults = counts["failed"] + counts["timeout"]
+    line = (f"{len(statuses)} runs: {counts['ok']} ok, {counts['diverged']} diverged, {counts['failed']} failed, "
+            f"{counts['timeout']} timed out")
+    if faults:
+        print(f"{line}; exit status 1 (see `message` in the results)", file=sys.stderr)
+    elif not quiet:
+        print(line)
+    return 1 if faults else 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -142,6 +166,18 @@ def _cmd_new(args: argparse.Namespace) -> int:
     return 0
 
 
+def _at_least_one(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r} "
+                                         "(leave --workers out for one per core)")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="svibench", description="Compare stochastic variational inference algorithms.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -153,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run a study file")
     p.add_argument("study", help="the study's TOML file")
     p.add_argument("-o", "--output", help="results folder (default: results/ beside the study file)")
-    p.add_argument("--workers", type=int, default=0, help="worker processes (default: number of cores)")
+    p.add_argument("--workers", type=_at_least_one, default=0, help="worker processes (default: number of cores)")
     p.add_argument("--executor", choices=("local", "dask"), default="local",
                    help="local worker processes (default) or Dask distributed")
     p.add_argument("--address", help="with --executor dask: a running scheduler, e.g. tcp://127.0.0.1:8786 "

@@ -121,6 +121,10 @@ def _sha256(path: Path) -> str:
 def fetch(file: DataFile, *, download: bool = True) -> Path:
     """Return the local path of a verified data file, downloading it if missing.
 
+    A download goes to a temporary file beside its final path and is renamed
+    into place only once its SHA-256 matches; whatever happens, no partial or
+    corrupt download is left behind.
+
     Raises
     ------
     DataError
@@ -132,19 +136,7 @@ def fetch(file: DataFile, *, download: bool = True) -> Path:
     if not path.exists():
         if not download:
             raise DataError(f"{file.path} is not in the data directory {root}; get it from {file.source}")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with urllib.request.urlopen(file.url, timeout=30) as response, tempfile.NamedTemporaryFile(
-                dir=path.parent, delete=False
-            ) as tmp:
-                shutil.copyfileobj(response, tmp)
-            os.replace(tmp.name, path)
-        except Exception as exc:  # network down, read-only folder, 404, ...
-            raise DataError(
-                f"{file.path} is not in the data directory {root} and downloading it failed "
-                f"({type(exc).__name__}: {exc}). Download it by hand from {file.url} "
-                f"({file.source}) into {path.parent}, or set SVIBENCH_DATA_DIR to a folder that holds it."
-            ) from None
+        _download(file, path)
     actual = _sha256(path)
     if actual != file.sha256:
         raise DataError(
@@ -152,6 +144,34 @@ def fetch(file: DataFile, *, download: bool = True) -> Path:
             f"Delete it and fetch it again from {file.url} ({file.source})."
         )
     return path
+
+
+def _download(file: DataFile, path: Path) -> None:
+    """Download ``file`` to ``path``, checksum first: only verified bytes ever appear at ``path``."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(file.url, timeout=30) as response:
+            shutil.copyfileobj(response, out)
+        actual = _sha256(Path(tmp))
+        if actual != file.sha256:
+            raise DataError(f"the download from {file.url} has SHA-256 {actual}, not the pinned {file.sha256}; "
+                            f"nothing was saved. Check the source ({file.source}) or download the file by hand "
+                            f"into {path.parent}")
+        os.replace(tmp, path)
+        tmp = None
+    except DataError:
+        raise
+    except Exception as exc:  # network down, read-only folder, 404, ...
+        raise DataError(
+            f"{file.path} is not in the data directory {data_dir()} and downloading it failed "
+            f"({type(exc).__name__}: {exc}). Download it by hand from {file.url} "
+            f"({file.source}) into {path.parent}, or set SVIBENCH_DATA_DIR to a folder that holds it."
+        ) from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)

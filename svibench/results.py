@@ -132,7 +132,10 @@ def open_results(path: str | Path, *, skip_corrupt: bool = False) -> xr.Dataset:
         a run has fewer checkpoints or a metric does not apply; per-run
         coordinates ``problem``, ``model``, ``dataset``, ``algorithm``,
         ``label``, ``seed``, ``params`` (JSON), ``status``, ``message``;
-        attributes from the manifest (study, versions, git commit, machine).
+        attributes from the manifest (study, versions, git commit, machine, and
+        ``origins``: JSON of where each algorithm, model and dataset came from —
+        built-in, entry point with its package's version, or plugin file with
+        its SHA-256).
 
     Examples
     --------
@@ -181,6 +184,7 @@ def open_results(path: str | Path, *, skip_corrupt: bool = False) -> xr.Dataset:
     if info:
         attrs.update({k: v for k, v in info.items() if isinstance(v, (str, int, float))})
         attrs["study_toml"] = info.get("study_toml", "")
+        attrs["origins"] = json.dumps(info.get("origins", {}), sort_keys=True)
     if corrupt:
         attrs["corrupt_files"] = ", ".join(corrupt)
     if stale:

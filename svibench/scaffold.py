@@ -20,7 +20,7 @@ NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 
 
 class ScaffoldError(ValueError):
-    """A name that cannot be a registry name, or a folder that is not empty."""
+    """A name that cannot be (or already is) a registry name, or a folder that is not empty."""
 
 
 @dataclass(frozen=True)
@@ -53,11 +53,19 @@ class Scaffold:
 def new_algorithm(name: str, directory: str | Path | None = None) -> list[Path]:
     """Write the plugin package for algorithm ``name`` into ``directory`` (default ``./svibench-NAME``).
 
-    Returns the paths written.  Refuses a folder that already holds files.
+    Returns the paths written.  Refuses a folder that already holds files, and
+    a name the registry already has (a built-in or an installed plugin): the
+    plugin would fail to load as "registered twice".
     """
+    from .registry import get_registry
+
     if not NAME_PATTERN.match(name):
         raise ScaffoldError(f"algorithm name {name!r} must be lower-case letters and digits, words joined by - or _ "
                             "(it becomes the registry name and, with _ for -, the module name)")
+    taken = get_registry().algorithms.get(name)
+    if taken is not None:
+        raise ScaffoldError(f"algorithm name {name!r} is taken by {taken.source}; choose another name "
+                            f"(e.g. my-{name})")
     scaffold = Scaffold(name)
     folder = Path(directory) if directory is not None else Path(scaffold.package)
     if folder.exists() and any(folder.iterdir()):

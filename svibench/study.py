@@ -30,8 +30,14 @@ A study is a TOML file (read with the standard library's ``tomllib``)::
     metric = "elbo"
     value = -1.0
 
-Validation happens before any work: every error names the key, what was
-expected and what was found, in one line.
+    [report]                      # see svibench.report.settings
+    target = { metric = "elbo", relative = 0.001 }
+
+Validation of every section, ``[report]`` included, happens at load, before any
+work: every error names the key, what was expected and what was found, in one
+line.  One parser per section (``_parse_scales``, ``_parse_study_table``,
+``_parse_budget``, ``_parse_problems``, ``_parse_algorithms``, ``_parse_paper``,
+``_parse_report``).
 """
 from __future__ import annotations
 
@@ -43,7 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .registry import Registry, RegistryError, get_registry
+from .registry import AlgorithmEntry, Registry, RegistryError, get_registry
+from .report.settings import ReportError, ReportSettings
 from .spec import Budget, Checkpoints, ProblemSpec, RunSpec, canonical_json
 
 __all__ = ["Study", "StudyError", "load_study", "parse_study"]
@@ -96,6 +103,9 @@ class Study:
 def load_study(path: str | Path, *, scale: str = "default", plugins: tuple[str, ...] = ()) -> Study:
     """Read and validate a study file (``scale`` picks a ``[scales.NAME]`` override)."""
     path = Path(path)
+    if path.is_dir():
+        inside = sorted(path.glob("*.toml"))
+        raise StudyError(f"{path} is a directory; give the study file, e.g. {inside[0] if inside else path / 'study.toml'}")
     if not path.is_file():
         raise StudyError(f"study file {path} does not exist")
     try:
@@ -187,27 +197,51 @@ def parse_study(
     text: str = "",
     registry: Registry | None = None,
 ) -> Study:
-    """Validate a parsed study table and expand it into :class:`RunSpec` s."""
+    """Validate a parsed study table, every section of it, and expand it into :class:`RunSpec` s."""
     registry = registry or get_registry(tuple(plugins))
     _check_keys(raw, TOP_KEYS, source)
-    scales = raw.get("scales", {})
+    overrides = _parse_scales(raw.get("scales", {}), scale, source)
+    name, description, seeds, timeout = _parse_study_table(raw.get("study", {}), overrides)
+    budget, checkpoints = _parse_budget(raw.get("budget", {}), overrides)
+    problems = _parse_problems(raw.get("problem"), overrides, registry)
+    runs, skipped = [], []
+    for entry, combo, label in _parse_algorithms(raw.get("algorithm"), overrides, registry):
+        for problem in problems:
+            reason = entry.incompatibility(registry.model(problem.model), combo)
+            if reason:
+                skipped.append(Skipped(problem.name, label, reason))
+                continue
+            runs.extend(RunSpec(name, problem, entry.name, label, combo, seed, budget, checkpoints, timeout, tuple(plugins))
+                        for seed in seeds)
+    ids = [r.run_id for r in runs]
+    if len(set(ids)) != len(ids):
+        raise StudyError("[[algorithm]]: two entries describe the same runs (same algorithm and parameters); remove one")
+    if not runs:
+        reasons = "; ".join(f"{s.algorithm} on {s.problem}: {s.reason}" for s in skipped)
+        raise StudyError(f"no algorithm in the study can run on any of its problems: {reasons}")
+    paper = _parse_paper(raw.get("paper", []))
+    metrics = {m for p in problems for m in registry.model(p.model).metrics}
+    report = _parse_report(raw.get("report", {}), metrics)
+    return Study(name, description, runs, skipped, paper, report, source, scale, tuple(plugins), raw | {"_text": text})
+
+
+def _parse_scales(scales: Any, scale: str, source: str) -> dict[str, Any]:
+    """Check every ``[scales.NAME]`` table; return the one ``scale`` picks (empty for the default)."""
     if not isinstance(scales, dict):
         raise StudyError(f"[scales]: expected a table of named scales, got {_type_name(scales)}")
-    overrides: dict[str, Any] = {}
-    if scale != "default":
-        if scale not in scales:
-            raise StudyError(f"{source}: no [scales.{scale}] table; available scales: default{''.join(', ' + s for s in sorted(scales))}")
+    if scale != "default" and scale not in scales:
+        raise StudyError(f"{source}: no [scales.{scale}] table; available scales: default{''.join(', ' + s for s in sorted(scales))}")
     for name, table in scales.items():
         _check_keys(table, SCALE_KEYS, f"[scales.{name}]")
         for key in ("budget", "model_params", "dataset_params", "algorithm_params"):
             _table(table.get(key, {}), f"[scales.{name}] {key}")
-    if scale != "default":
-        overrides = scales[scale]
+    return scales[scale] if scale != "default" else {}
 
-    study = dict(_check_keys(raw.get("study", {}), STUDY_KEYS, "[study]"))
-    for key in ("seeds", "timeout"):
-        if key in overrides:
-            study[key] = overrides[key]
+
+def _parse_study_table(table: Any, overrides: dict[str, Any]) -> tuple[str, str, list[int], float | None]:
+    """``[study]``: name, description, seeds (a list or a count) and the optional per-run timeout."""
+    study = dict(_check_keys(table, STUDY_KEYS, "[study]"))
+    study.update({key: overrides[key] for key in ("seeds", "timeout") if key in overrides})
     name = study.get("name")
     if not isinstance(name, str) or not name.strip():
         raise StudyError(f"[study] name: expected a non-empty string, got {_type_name(name)}")
@@ -221,67 +255,77 @@ def parse_study(
     timeout = study.get("timeout")
     if timeout is not None:
         timeout = _positive(timeout, "[study] timeout", float)
+    return name, str(study.get("description", "")), seeds, timeout
 
-    budget_raw = _merge(_check_keys(raw.get("budget", {}), BUDGET_KEYS, "[budget]"), overrides.get("budget", {}))
+
+def _parse_budget(table: Any, overrides: dict[str, Any]) -> tuple[Budget, Checkpoints]:
+    """``[budget]``: the limits (at least one) and when to evaluate."""
+    budget_raw = _merge(_check_keys(table, BUDGET_KEYS, "[budget]"), overrides.get("budget", {}))
     _check_keys(budget_raw, BUDGET_KEYS, "[budget]")
-    limits = {}
-    for key, kind in (("iterations", int), ("epochs", float), ("seconds", float)):
-        if key in budget_raw:
-            limits[key] = _positive(budget_raw[key], f"[budget] {key}", kind)
+    limits = {key: _positive(budget_raw[key], f"[budget] {key}", kind)
+              for key, kind in (("iterations", int), ("epochs", float), ("seconds", float)) if key in budget_raw}
     if not limits:
         raise StudyError("[budget]: set at least one of iterations, epochs, seconds")
-    budget = Budget(**limits)
     spacing = budget_raw.get("spacing", "log")
     if spacing not in ("log", "linear"):
         raise StudyError(f"[budget] spacing: expected 'log' or 'linear', got {_type_name(spacing)}")
     at = budget_raw.get("at", [])
     if not isinstance(at, list) or not all(isinstance(a, (int, float)) and not isinstance(a, bool) and a > 0 for a in at):
         raise StudyError(f"[budget] at: expected a list of positive numbers, got {_type_name(at)}")
-    checkpoints = Checkpoints(count=_positive(budget_raw.get("checkpoints", 20), "[budget] checkpoints", int), spacing=spacing, at=tuple(at))
+    count = _positive(budget_raw.get("checkpoints", 20), "[budget] checkpoints", int)
+    return Budget(**limits), Checkpoints(count=count, spacing=spacing, at=tuple(at))
 
-    problems_raw = raw.get("problem")
-    if not isinstance(problems_raw, list) or not problems_raw:
+
+def _parse_problems(tables: Any, overrides: dict[str, Any], registry: Registry) -> list[ProblemSpec]:
+    """``[[problem]]``: every table, with its model and dataset parameter grids expanded."""
+    if not isinstance(tables, list) or not tables:
         raise StudyError("[[problem]]: a study needs at least one [[problem]] table")
-    problems: list[ProblemSpec] = []
-    for i, table in enumerate(problems_raw):
-        where = f"[[problem]] #{i + 1}"
-        table = _check_keys(table, PROBLEM_KEYS, where)
-        for key in ("model", "dataset"):
-            if not isinstance(table.get(key), str):
-                raise StudyError(f"{where} {key}: expected a name (string), got {_type_name(table.get(key))}")
-        try:
-            model_cls = registry.model(table["model"])
-            info = registry.dataset(table["dataset"])
-        except RegistryError as exc:
-            raise StudyError(f"{where}: {exc}") from None
-        if info.kind not in model_cls.data_kinds:
-            raise StudyError(
-                f"{where}: model {model_cls.name!r} takes datasets of kind {', '.join(model_cls.data_kinds)}; "
-                f"dataset {info.name!r} is of kind {info.kind!r}"
-            )
-        model_params = _merge(_table(table.get("model_params", {}), f"{where} model_params"), overrides.get("model_params", {}))
-        dataset_params = _merge(_table(table.get("dataset_params", {}), f"{where} dataset_params"), {
-            k: v for k, v in overrides.get("dataset_params", {}).items() if k in inspect.signature(info.loader).parameters
-        })
-        model_names = [p for p in inspect.signature(model_cls.__init__).parameters if p not in ("self", "data")]
-        for mp, m_varied in _grid(model_params, f"{where} model_params"):
-            _check_params(mp, model_cls.__init__, model_names, f"{where} model_params", f"model {model_cls.name!r}")
-            for dp, d_varied in _grid(dataset_params, f"{where} dataset_params"):
-                _check_params(dp, info.loader, list(inspect.signature(info.loader).parameters), f"{where} dataset_params", f"dataset {info.name!r}")
-                base = table.get("name") or f"{model_cls.name}/{info.name}"
-                if not isinstance(base, str):
-                    raise StudyError(f"{where} name: expected a string, got {_type_name(base)}")
-                suffix = ", ".join(f"{k}={v}" for k, v in [*((k, mp[k]) for k in m_varied), *((k, dp[k]) for k in d_varied)])
-                problems.append(ProblemSpec(f"{base} ({suffix})" if suffix else base, model_cls.name, info.name, mp, dp))
+    problems = [p for i, table in enumerate(tables) for p in _parse_problem(table, f"[[problem]] #{i + 1}", overrides, registry)]
     if len({p.name for p in problems}) != len(problems):
         raise StudyError("[[problem]]: two problems have the same name; give them distinct `name`s")
+    return problems
 
-    algorithms_raw = raw.get("algorithm")
-    if not isinstance(algorithms_raw, list) or not algorithms_raw:
+
+def _parse_problem(table: Any, where: str, overrides: dict[str, Any], registry: Registry) -> list[ProblemSpec]:
+    table = _check_keys(table, PROBLEM_KEYS, where)
+    for key in ("model", "dataset"):
+        if not isinstance(table.get(key), str):
+            raise StudyError(f"{where} {key}: expected a name (string), got {_type_name(table.get(key))}")
+    try:
+        model_cls = registry.model(table["model"])
+        info = registry.dataset(table["dataset"])
+    except RegistryError as exc:
+        raise StudyError(f"{where}: {exc}") from None
+    if info.kind not in model_cls.data_kinds:
+        raise StudyError(
+            f"{where}: model {model_cls.name!r} takes datasets of kind {', '.join(model_cls.data_kinds)}; "
+            f"dataset {info.name!r} is of kind {info.kind!r}"
+        )
+    base = table.get("name") or f"{model_cls.name}/{info.name}"
+    if not isinstance(base, str):
+        raise StudyError(f"{where} name: expected a string, got {_type_name(base)}")
+    loader_names = list(inspect.signature(info.loader).parameters)
+    model_params = _merge(_table(table.get("model_params", {}), f"{where} model_params"), overrides.get("model_params", {}))
+    dataset_params = _merge(_table(table.get("dataset_params", {}), f"{where} dataset_params"), {
+        k: v for k, v in overrides.get("dataset_params", {}).items() if k in loader_names
+    })
+    model_names = [p for p in inspect.signature(model_cls.__init__).parameters if p not in ("self", "data")]
+    problems = []
+    for mp, m_varied in _grid(model_params, f"{where} model_params"):
+        _check_params(mp, model_cls.__init__, model_names, f"{where} model_params", f"model {model_cls.name!r}")
+        for dp, d_varied in _grid(dataset_params, f"{where} dataset_params"):
+            _check_params(dp, info.loader, loader_names, f"{where} dataset_params", f"dataset {info.name!r}")
+            suffix = ", ".join(f"{k}={v}" for k, v in [*((k, mp[k]) for k in m_varied), *((k, dp[k]) for k in d_varied)])
+            problems.append(ProblemSpec(f"{base} ({suffix})" if suffix else base, model_cls.name, info.name, mp, dp))
+    return problems
+
+
+def _parse_algorithms(tables: Any, overrides: dict[str, Any], registry: Registry) -> list[tuple[AlgorithmEntry, dict[str, Any], str]]:
+    """``[[algorithm]]``: (registry entry, parameters, label) for every point of every table's grid."""
+    if not isinstance(tables, list) or not tables:
         raise StudyError("[[algorithm]]: a study needs at least one [[algorithm]] table")
-    runs: list[RunSpec] = []
-    skipped: list[Skipped] = []
-    for i, table in enumerate(algorithms_raw):
+    out = []
+    for i, table in enumerate(tables):
         where = f"[[algorithm]] #{i + 1}"
         table = _check_keys(table, ALGORITHM_KEYS, where)
         if not isinstance(table.get("name"), str):
@@ -303,32 +347,30 @@ def parse_study(
                 entry.build(combo).check_params()
             except (ValueError, TypeError) as exc:
                 raise StudyError(f"{where} params {canonical_json(combo)}: {exc}") from None
-            label = label_base + (" (" + ", ".join(f"{k}={combo[k]}" for k in varied) + ")" if varied else "")
-            for problem in problems:
-                reason = entry.incompatibility(registry.model(problem.model), combo)
-                if reason:
-                    skipped.append(Skipped(problem.name, label, reason))
-                    continue
-                for seed in seeds:
-                    runs.append(RunSpec(name, problem, entry.name, label, combo, seed, budget, checkpoints, timeout, tuple(plugins)))
-    ids = [r.run_id for r in runs]
-    if len(set(ids)) != len(ids):
-        raise StudyError("[[algorithm]]: two entries describe the same runs (same algorithm and parameters); remove one")
-    if not runs:
-        reasons = "; ".join(f"{s.algorithm} on {s.problem}: {s.reason}" for s in skipped)
-        raise StudyError(f"no algorithm in the study can run on any of its problems: {reasons}")
+            out.append((entry, combo, label_base + (" (" + ", ".join(f"{k}={combo[k]}" for k in varied) + ")" if varied else "")))
+    return out
 
-    paper = raw.get("paper", [])
-    if not isinstance(paper, list):
-        raise StudyError(f"[[paper]]: expected an array of tables, got {_type_name(paper)}")
-    for i, row in enumerate(paper):
+
+def _parse_paper(rows: Any) -> list[dict[str, Any]]:
+    """``[[paper]]``: published numbers, each with its problem, algorithm, metric and value."""
+    if not isinstance(rows, list):
+        raise StudyError(f"[[paper]]: expected an array of tables, got {_type_name(rows)}")
+    for i, row in enumerate(rows):
         _check_keys(row, PAPER_KEYS, f"[[paper]] #{i + 1}")
         for key in ("problem", "algorithm", "metric"):
             if not isinstance(row.get(key), str):
                 raise StudyError(f"[[paper]] #{i + 1} {key}: expected a string, got {_type_name(row.get(key))}")
         if not isinstance(row.get("value"), (int, float)) or isinstance(row.get("value"), bool):
             raise StudyError(f"[[paper]] #{i + 1} value: expected a number, got {_type_name(row.get('value'))}")
-    report = raw.get("report", {})
-    if not isinstance(report, dict):
-        raise StudyError(f"[report]: expected a table, got {_type_name(report)}")
-    return Study(name, str(study.get("description", "")), runs, skipped, paper, report, source, scale, tuple(plugins), raw | {"_text": text})
+    return rows
+
+
+def _parse_report(table: Any, metrics: set[str]) -> dict[str, Any]:
+    """``[report]``: checked now, against the metrics the study's models report, not after the sweep."""
+    if not isinstance(table, dict):
+        raise StudyError(f"[report]: expected a table, got {_type_name(table)}")
+    try:
+        ReportSettings.check(table, metrics)
+    except ReportError as exc:
+        raise StudyError(str(exc)) from None
+    return table

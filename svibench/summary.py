@@ -1,11 +1,12 @@
-"""Final-metric tables computed from saved results (never from live runs)."""
+"""Final-metric tables computed from saved results (never from live runs); the text of
+them (``mean ± sd``) is :mod:`svibench.report.fmt`'s, for the report and the console alike."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-__all__ = ["final_values", "final_table", "format_table", "metric_names"]
+__all__ = ["final_values", "final_table", "metric_names"]
 
 NOT_METRICS = ("iteration", "epoch", "time")
 
@@ -38,18 +39,3 @@ def final_table(ds: xr.Dataset) -> pd.DataFrame:
     table[("runs", "n")] = grouped.size()
     table[("runs", "ok")] = grouped["status"].apply(lambda s: int((s == "ok").sum()))
     return table
-
-
-def format_table(table: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
-    """``mean ± sd`` strings, one column per variable; all-NaN columns dropped."""
-    out = pd.DataFrame(index=table.index)
-    for var in dict.fromkeys(c[0] for c in table.columns if c[0] != "runs"):
-        mean, sd = table[(var, "mean")], table[(var, "std")]
-        if mean.isna().all():
-            continue
-        out[var] = [
-            "—" if np.isnan(m) else (f"{m:.{digits}g}" if np.isnan(s) else f"{m:.{digits}g} ± {s:.2g}")
-            for m, s in zip(mean, sd)
-        ]
-    out["runs ok"] = [f"{ok}/{n}" for ok, n in zip(table[("runs", "ok")], table[("runs", "n")])]
-    return out

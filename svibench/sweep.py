@@ -1,21 +1,24 @@
 """A sweep: run a study's missing runs and write each one to disk as it finishes."""
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 from dataclasses import dataclass, field
+from importlib.metadata import packages_distributions, version
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
-
-import xarray as xr
+from typing import Sequence
 
 from .data import DataError, DatasetUnavailable, data_dir
+from .executors import Executor
 from .problem import load_dataset
 from .progress import Progress
+from .registry import get_registry
 from .results import ResultsError, environment, read_run, run_files, write_json, write_run
 from .spec import RunSpec, canonical_json
 from .study import Study
 
-__all__ = ["run_study", "SweepResult", "SweepError", "completed_runs", "check_data"]
+__all__ = ["run_study", "SweepResult", "SweepError", "completed_runs", "check_data", "origins"]
 
 RETRYABLE = ("failed", "timeout")
 
@@ -46,9 +49,39 @@ def completed_runs(folder: Path) -> tuple[dict[str, str], list[str]]:
     return status, corrupt
 
 
-def _manifest(study: Study, statuses: dict[str, str], execution: dict) -> dict:
+def origins(study: Study) -> dict[str, str]:
+    """Where each algorithm, model and dataset the study uses came from, e.g.
+    ``{"algorithm svi": "built-in svibench.algorithms.svi (svibench 0.1.0)"}``: a built-in
+    with the svibench version, an entry point with its package's version, a plugin
+    file with the SHA-256 of its bytes (so a changed file shows)."""
+    registry = get_registry(study.plugins)
+    used = {("algorithm", r.algorithm) for r in study.runs} | {("model", r.problem.model) for r in study.runs} | {
+        ("dataset", r.problem.dataset) for r in study.runs}
+    out = {}
+    for kind, name in sorted(used):
+        if kind == "algorithm":
+            obj, source = registry.algorithm(name).cls, registry.algorithm(name).source
+        elif kind == "model":
+            obj, source = registry.models[name]
+        else:
+            obj, source = registry.datasets[name][0].loader, registry.datasets[name][1]
+        out[f"{kind} {name}"] = _origin(obj, source)
+    return out
+
+
+def _origin(obj: object, source: str) -> str:
+    if source.startswith("built-in"):
+        return f"{source} (svibench {environment()['svibench_version']})"
+    if source.startswith("plugin file"):
+        return f"{source} (sha256 {hashlib.sha256(Path(inspect.getfile(obj)).read_bytes()).hexdigest()})"  # type: ignore[arg-type]
+    dists = packages_distributions().get(obj.__module__.split(".")[0], [])
+    return f"{source} (" + ", ".join(f"{d} {version(d)}" for d in dists) + ")" if dists else source
+
+
+def _manifest(study: Study, statuses: dict[str, str], execution: dict, where_from: dict[str, str]) -> dict:
     return {
         **execution,
+        "origins": where_from,
         "study": study.name,
         "study_hash": study.hash,
         "study_file": study.source,
@@ -81,9 +114,6 @@ def _refuse_changed_study(old: dict, study: Study, folder: Path) -> None:
         [f"{len(new)} new run(s) ({some(new)})"] if new else [])
     raise SweepError(f"the study file changed since {folder} was written: {'; '.join(changes)}; "
                      "use another -o folder, or --force to keep the old runs and add the new ones")
-
-
-Executor = Callable[[Sequence[RunSpec]], Iterator[xr.Dataset]]
 
 
 def check_data(runs: Sequence[RunSpec]) -> None:
@@ -170,17 +200,16 @@ def run_study(
         else:
             todo.append(run)
     check_data(todo)
-    write_json(manifest_path, _manifest(study, result.statuses, execution))
-    bar = Progress(len(todo), enabled=progress)
-    runs = executor(todo)
+    where_from = origins(study)
+    write_json(manifest_path, _manifest(study, result.statuses, execution, where_from))
+    runs = executor(todo, on_progress=Progress(todo, enabled=progress))
     try:
         for ds in runs:
             write_run(ds, folder)
             run_id, status = ds.attrs["run_id"], ds.attrs["status"]
             result.executed.append(run_id)
             result.statuses[run_id] = status
-            write_json(manifest_path, _manifest(study, result.statuses, execution))
-            bar.update(status)
+            write_json(manifest_path, _manifest(study, result.statuses, execution, where_from))
     finally:
         close = getattr(runs, "close", None)
         if close:

@@ -48,6 +48,27 @@ def test_an_unreachable_source_says_where_to_put_the_file(tmp_path, monkeypatch)
     assert "somewhere, commit 123" in message and "SVIBENCH_DATA_DIR" in message
 
 
+def test_a_corrupt_download_never_lands_at_its_final_path_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    """The checksum is checked before the rename: a later fetch must not find bad bytes in place."""
+    monkeypatch.setenv("SVIBENCH_DATA_DIR", str(tmp_path / "data"))
+    file = _file(tmp_path)
+    (tmp_path / "upstream" / "f.txt").write_bytes(b"hello svibench, tampered upstream\n")
+    with pytest.raises(DataError) as info:
+        fetch(file)
+    assert "nothing was saved" in str(info.value) and "\n" not in str(info.value)
+    folder = tmp_path / "data" / "sub"
+    assert not (folder / "f.txt").exists()
+    assert list(folder.iterdir()) == []  # no temporary file either
+
+
+def test_a_failed_download_leaves_no_temporary_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("SVIBENCH_DATA_DIR", str(tmp_path / "data"))
+    file = DataFile("sub/x.bin", "0" * 64, (tmp_path / "nowhere").as_uri(), "somewhere, commit 123")
+    with pytest.raises(DataError, match="downloading it failed"):
+        fetch(file)
+    assert list((tmp_path / "data" / "sub").iterdir()) == []
+
+
 def test_datasets_reject_nan_and_are_read_only():
     with pytest.raises(DataError, match="NaN/inf"):
         Dataset("d", "density", {"X": np.array([1.0, np.nan])})

@@ -16,7 +16,7 @@ from svibench.cli import main
 from svibench.report import ReportError, ReportSettings, write_report
 from svibench.report.fmt import mean_sd
 from svibench.results import open_results
-from svibench.runner import execute
+from svibench.executors import run_local
 from svibench.study import parse_study
 from svibench.sweep import run_study
 
@@ -105,11 +105,6 @@ target = { metric = "elbo", relative = 0.01 }
 """
 
 
-def _serial(specs):
-    for spec in specs:
-        yield execute(spec)
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("report")
@@ -117,7 +112,7 @@ def results(tmp_path_factory) -> Path:
     plugin.write_text(PLUGIN)
     (root / "study.toml").write_text(STUDY)
     study = parse_study(tomllib.loads(STUDY), source=str(root / "study.toml"), plugins=(str(plugin),), text=STUDY)
-    run_study(study, root / "results", _serial, progress=False)
+    run_study(study, root / "results", run_local, progress=False)  # in this process
     return root / "results"
 
 

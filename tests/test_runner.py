@@ -1,6 +1,8 @@
 """The runner: determinism by seed, a clock that excludes evaluation, statuses, budgets."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -65,7 +67,7 @@ def test_failing_and_diverging_runs_are_recorded_while_the_sweep_goes_on(tmp_pat
     }
     study = parse_study(raw, plugins=(faulty_plugin,))
     assert len(study.skipped) == 3  # failing and vmp need the conjugate capability; diverging only the test model
-    result = run_study(study, tmp_path, lambda specs: run_local(specs, workers=2), progress=False)
+    result = run_study(study, tmp_path, partial(run_local, workers=2), progress=False)
     ds = open_results(tmp_path)
     status = dict(zip(ds.label.values, ds.status.values))
     assert status == {"test-failing": "failed", "test-diverging": "diverged", "VMP": "ok"}

@@ -72,6 +72,11 @@ BAD = {
     "not toml": ("[study\nname=", "is not valid TOML"),
     "unknown dataset": (GOOD.replace('dataset = "gmm-synthetic"', 'dataset = "no-such-data"'), "unknown dataset 'no-such-data'"),
     "no problems": (GOOD.split("[[problem]]")[0], "needs at least one [[problem]]"),
+    "repeated seed": (GOOD.replace("seeds = [0, 1]", "seeds = [0, 0]"), "[study] seeds: [0, 0] repeats a seed"),
+    "unknown scale key": (GOOD + "\n[scales.paper]\nseed = [1]\n", "[scales.paper]: unknown key 'seed'; valid keys:"),
+    "paper value": (GOOD + '\n[[paper]]\nproblem = "p"\nalgorithm = "a"\nmetric = "elbo"\nvalue = "high"\n',
+                    "[[paper]] #1 value: expected a number, got 'high' (str)"),
+    "no algorithms": (GOOD.split("[[algorithm]]")[0], "needs at least one [[algorithm]]"),
 }
 
 
@@ -98,3 +103,41 @@ def test_the_cli_reports_a_bad_study_in_one_line_without_a_traceback(tmp_path):
 def test_parse_study_rejects_a_non_table_section():
     with pytest.raises(StudyError, match="\\[budget\\]: expected a table"):
         parse_study({"study": {"name": "x"}, "budget": 3})
+
+
+REPORT_BAD = {
+    "negative relative target": ('target = { metric = "elbo", relative = -1 }',
+                                 "[report] target #1 relative: expected a non-negative number, got -1"),
+    "unknown key": ('targets = { metric = "elbo" }', "[report]: unknown key 'targets'; valid keys: target,"),
+    "unknown target key": ('target = { metric = "elbo", relativ = 0.1 }', "[report] target #1: give `metric` and one of"),
+    "metric no model reports": ('target = { metric = "psnr", value = 30.0 }',
+                                "[report] target #1 metric: no model of the study reports 'psnr'; use one of elbo,"),
+    "direction of an unknown metric": ('lower_is_better = ["elbo2"]',
+                                       "[report] lower_is_better: no model of the study reports 'elbo2'"),
+    "plot of an unknown metric": ('plot = ["test_mse"]', "[report] plot: no model of the study reports 'test_mse'"),
+    "not a table": (None, "[report]: expected a table, got 3 (int)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REPORT_BAD))
+def test_a_bad_report_table_is_an_error_at_load_time(tmp_path, case):
+    """[report] was checked only after the sweep: a typo there failed after hours of runs."""
+    line, message = REPORT_BAD[case]
+    text = "report = 3\n" + GOOD if line is None else GOOD + "\n[report]\n" + line + "\n"
+    with pytest.raises(StudyError) as info:
+        load_study(write(tmp_path, text))
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_good_report_table_is_kept_for_the_report(tmp_path):
+    table = 'target = [{ metric = "elbo", relative = 0.01 }, { metric = "heldout_loglik", value = -3.0 }]\nplot = ["elbo"]\n'
+    study = load_study(write(tmp_path, GOOD + "\n[report]\n" + table))
+    assert study.report["plot"] == ["elbo"] and len(study.report["target"]) == 2
+
+
+def test_a_directory_given_as_the_study_file_is_named_as_such(tmp_path):
+    write(tmp_path, GOOD)
+    with pytest.raises(StudyError) as info:
+        load_study(tmp_path)
+    assert str(info.value) == f"{tmp_path} is a directory; give the study file, e.g. {tmp_path / 'study.toml'}"

@@ -17,6 +17,7 @@ BASE = {
     "algorithm": [{"name": "svi", "label": "S", "params": {"batch_size": 10, "kappa": [0.6, 0.9]}}, {"name": "vmp"}],
     "scales": {"paper": {"seeds": [0, 1, 2], "dataset_params": {"n": 200}}},
     "paper": [{"problem": "gmm/gmm-synthetic", "algorithm": "VMP", "metric": "elbo", "value": -1.0}],
+    "report": {"target": [{"metric": "elbo", "relative": 0.001}], "lower_is_better": [], "plot": ["elbo"]},
 }
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), st.floats(allow_nan=True), st.text(max_size=8))
@@ -66,7 +67,8 @@ def test_any_single_corruption_of_a_valid_study_gives_a_clean_error_or_a_study(p
 
 @settings(max_examples=100, deadline=None)
 @given(extra=st.dictionaries(st.text(max_size=8), values, max_size=3),
-       where=st.sampled_from([(), ("study",), ("budget",), ("problem", 0), ("algorithm", 0)]))
+       where=st.sampled_from([(), ("study",), ("budget",), ("problem", 0), ("algorithm", 0), ("report",),
+                              ("report", "target", 0)]))
 def test_unknown_keys_anywhere_give_a_clean_error(extra, where):
     raw = copy.deepcopy(BASE)
     node = raw

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -49,8 +50,8 @@ GMM_STUDY = {
 
 def test_local_and_a_dask_local_cluster_give_identical_trajectories(tmp_path):
     study = parse_study(GMM_STUDY)
-    run_study(study, tmp_path / "local", lambda s: run_local(s, workers=2), progress=False)
-    run_study(study, tmp_path / "dask", lambda s: run_dask(s, workers=2), progress=False)
+    run_study(study, tmp_path / "local", partial(run_local, workers=2), progress=False)
+    run_study(study, tmp_path / "dask", partial(run_dask, workers=2), progress=False)
     local, dask = open_results(tmp_path / "local"), open_results(tmp_path / "dask")
     assert local.sizes["run"] == 9 and set(local.status.values) == {"ok"}
     assert_same_trajectories(local, dask)
@@ -69,7 +70,7 @@ def test_a_killed_worker_is_retried_or_recorded_and_the_sweep_completes(tmp_path
         ],
     }
     study = parse_study(raw, plugins=(faulty_plugin,))
-    result = run_study(study, tmp_path / "out", lambda s: run_local(s, workers=2, retries=1), progress=False)
+    result = run_study(study, tmp_path / "out", partial(run_local, workers=2, retries=1), progress=False)
     ds = open_results(tmp_path / "out")
     assert ds.sizes["run"] == 6 and len(run_files(tmp_path / "out")) == 6
     status = {(str(l), int(s)): str(st) for l, s, st in zip(ds.label.values, ds.seed.values, ds.status.values)}
@@ -213,10 +214,10 @@ def test_workers_of_a_killed_sweep_end_instead_of_finishing_their_runs(tmp_path,
 def test_a_truncated_run_file_is_detected_and_run_again_on_resume(tmp_path):
     study = parse_study(GMM_STUDY | {"algorithm": [{"name": "vmp"}]})
     folder = tmp_path / "out"
-    run_study(study, folder, lambda s: run_local(s), progress=False)
+    run_study(study, folder, run_local, progress=False)
     victim = run_files(folder)[1]
     victim.write_bytes(victim.read_bytes()[:64])
-    result = run_study(study, folder, lambda s: run_local(s), progress=False)
+    result = run_study(study, folder, run_local, progress=False)
     assert result.corrupt == [victim.name]
     assert result.executed == [victim.stem] and len(result.reused) == 2
     assert open_results(folder).sizes["run"] == 3
@@ -226,20 +227,20 @@ def test_resume_retries_failed_runs_unless_told_not_to(tmp_path, faulty_plugin):
     raw = GMM_STUDY | {"algorithm": [{"name": "test-failing"}, {"name": "vmp"}]}
     study = parse_study(raw, plugins=(faulty_plugin,))
     folder = tmp_path / "out"
-    run_study(study, folder, lambda s: run_local(s), progress=False)
-    again = run_study(study, folder, lambda s: run_local(s), progress=False, retry_failed=False)
+    run_study(study, folder, run_local, progress=False)
+    again = run_study(study, folder, run_local, progress=False, retry_failed=False)
     assert again.executed == []
-    retried = run_study(study, folder, lambda s: run_local(s), progress=False)
+    retried = run_study(study, folder, run_local, progress=False)
     assert len(retried.executed) == 3 and len(retried.reused) == 3
 
 
 def test_a_changed_study_is_refused_with_what_changed_unless_forced(tmp_path):
     folder = tmp_path / "out"
-    run_study(parse_study(GMM_STUDY | {"algorithm": [{"name": "vmp"}]}), folder, lambda s: run_local(s), progress=False)
+    run_study(parse_study(GMM_STUDY | {"algorithm": [{"name": "vmp"}]}), folder, run_local, progress=False)
     changed = parse_study(GMM_STUDY | {"study": {"name": "exec", "seeds": [0, 1, 7]}, "algorithm": [{"name": "vmp"}]})
     with pytest.raises(SweepError, match=r"1 stored run\(s\) no longer in the study \(VMP seed 2 on gmm/gmm-synthetic\); 1 new run\(s\) \(VMP seed 7"):
-        run_study(changed, folder, lambda s: run_local(s), progress=False)
-    result = run_study(changed, folder, lambda s: run_local(s), progress=False, force=True)
+        run_study(changed, folder, run_local, progress=False)
+    result = run_study(changed, folder, run_local, progress=False, force=True)
     assert len(result.executed) == 1
     manifest = json.loads((folder / "manifest.json").read_text())
     assert sorted(v["seed"] for v in manifest["runs"].values()) == [0, 1, 7]
@@ -271,7 +272,7 @@ def test_dask_workers_get_ordinary_allocator_settings():
     """Dask's MALLOC_TRIM_THRESHOLD_=65536 made numpy runs ~3x slower in workers (measured); the task undoes it."""
     import platform
 
-    from svibench.executors import _restore_malloc_defaults
+    from svibench.executors.dask import _restore_malloc_defaults
 
     if platform.system() != "Linux":
         pytest.skip("mallopt is glibc's")
@@ -282,7 +283,7 @@ def test_dask_workers_pause_their_profiler_during_a_run():
     """Dask's profiler samples the task thread every 10 ms (runs ~10% slower, measured); a run pauses it."""
     from distributed import Client, LocalCluster
 
-    from svibench.executors import profiler_paused
+    from svibench.executors.dask import profiler_paused
 
     def profiling():
         from distributed import get_worker
@@ -320,7 +321,7 @@ def test_data_that_cannot_be_loaded_stops_the_sweep_before_any_run(tmp_path, mon
         "algorithm": [{"name": "mf-svi"}, {"name": "gibbs-ssvi"}],
     })
     with pytest.raises(DataError, match=r"nothing was run.*\n  boat: .*boat\.png is corrupt: SHA-256"):
-        run_study(study, tmp_path / "out", lambda s: run_local(s), progress=False)
+        run_study(study, tmp_path / "out", run_local, progress=False)
     assert not (tmp_path / "out" / "runs").exists()
     bad_params = parse_study({
         "study": {"name": "bad", "seeds": [0]}, "budget": {"iterations": 2},
@@ -328,7 +329,7 @@ def test_data_that_cannot_be_loaded_stops_the_sweep_before_any_run(tmp_path, mon
         "algorithm": [{"name": "vmp"}],
     })
     with pytest.raises(DataError, match=r"nothing was run.*\n  tiny: dataset 'gmm-synthetic' with \{'n': -5\}: \w+Error"):
-        run_study(bad_params, tmp_path / "out2", lambda s: run_local(s), progress=False)
+        run_study(bad_params, tmp_path / "out2", run_local, progress=False)
 
 
 def test_an_unavailable_dataset_stops_the_sweep_before_any_run_saying_where_and_how_to_get_it(tmp_path, capsys):

@@ -12,7 +12,16 @@ never recompute a run.  One module per job:
 - ``markdown``  the GitHub-readable summary (figures as PNG files beside it)
 - ``build``     ties them together: :func:`write_report`
 """
-from .build import Report, write_report
 from .settings import ReportError, ReportSettings
 
 __all__ = ["write_report", "Report", "ReportSettings", "ReportError"]
+
+
+def __getattr__(name: str):
+    """``write_report`` and ``Report`` load seaborn/matplotlib: only when asked for (a study's
+    ``[report]`` table is checked at load time through :mod:`.settings` alone)."""
+    if name in ("write_report", "Report"):
+        from . import build
+
+        return getattr(build, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

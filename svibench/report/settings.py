@@ -97,6 +97,27 @@ class ReportSettings:
         ignored = tuple(sorted(set(table) - set(KNOWN_KEYS)))
         return cls(tuple(targets), lists["lower_is_better"], lists["higher_is_better"], ignored, tuple(plot))
 
+    @classmethod
+    def check(cls, table: dict[str, Any], metrics: set[str]) -> "ReportSettings":
+        """Parse a study's ``[report]`` table strictly, when the study is loaded.
+
+        Unlike :meth:`parse` (which reads the table saved with results, possibly
+        by another svibench version, and lists unknown keys as ``ignored``), an
+        unknown key is an error, and so is a metric name that none of the
+        study's models reports (``metrics``): a typo must not surface hours
+        later, after the sweep.
+        """
+        settings = cls.parse(table)
+        if settings.ignored:
+            raise ReportError(f"[report]: unknown key {settings.ignored[0]!r}; valid keys: {', '.join(KNOWN_KEYS)}")
+        named = [(f"target #{i + 1} metric", t.metric) for i, t in enumerate(settings.targets)] + [
+            (key, metric) for key in ("lower_is_better", "higher_is_better", "plot") for metric in table.get(key, [])]
+        for where, metric in named:
+            if metric not in metrics:
+                raise ReportError(f"[report] {where}: no model of the study reports {metric!r}; "
+                                  f"use one of {', '.join(sorted(metrics))}")
+        return settings
+
     def plotted(self, metrics: list[str]) -> list[str]:
         """The metrics to draw figures of: ``[report] plot`` if given (tables keep every metric)."""
         return [m for m in metrics if m in self.plot] if self.plot else metrics

@@ -1,0 +1,24 @@
+"""Executors: where runs execute.  Each yields finished runs as they complete; the
+caller (the sweep) writes them, so workers never touch the results folder.
+
+Every executor takes ``on_progress``, a callable it calls with a
+:class:`~svibench.progress.RunEvent` within each run (iteration, epoch,
+algorithm seconds; at most every few tenths of a second) and once when the
+run ends (its status), so a single long run shows its progress wherever it
+executes.
+
+``local`` (:mod:`.local`)
+    Supervised worker processes on this machine (or this process with one worker).
+``dask`` (:mod:`.dask`)
+    Dask distributed: an existing scheduler or a ``LocalCluster``.
+
+Worker processes pin BLAS/OpenMP to one thread, so parallel runs do not
+oversubscribe the cores (timings of parallel runs are still not serial timings:
+the sweep records the number of workers in the results).
+"""
+from .base import THREAD_VARS, TIMEOUT_GRACE, Executor, ExecutorError, pinned_threads
+from .dask import dask_slots, run_dask
+from .local import run_local
+
+__all__ = ["run_local", "run_dask", "dask_slots", "Executor", "ExecutorError", "THREAD_VARS", "pinned_threads",
+           "TIMEOUT_GRACE"]

@@ -1,0 +1,207 @@
+"""The Dask executor: an existing scheduler (``address``) or a ``LocalCluster`` of
+single-threaded worker processes.
+
+Runs are independent tasks (``pure=False``, the run id in the key, ``retries``
+on lost workers); a run pauses the worker's profiler and undoes its allocator
+trimming, so it times as in a local worker.  Progress within a run travels as
+Dask events (``Worker.log_event`` → ``Client.subscribe_topic``).
+"""
+from __future__ import annotations
+
+import threading
+import uuid
+from contextlib import contextmanager
+from dataclasses import asdict, fields
+from typing import Iterator, Sequence
+
+import xarray as xr
+
+from ..progress import RunEvent
+from ..runner import execute
+from ..spec import RunSpec
+from .base import ExecutorError, OnProgress, StepReporter, finished, ignore, lost_run, pinned_threads
+
+__all__ = ["run_dask", "dask_slots", "execute_on_dask", "profiler_paused"]
+
+#: glibc mallopt parameters, and the value svibench sets in Dask workers (128 MiB).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _MALLOC_THRESHOLD = -1, -3, 128 * 2**20
+
+
+def _restore_malloc_defaults() -> bool:
+    """Undo Dask's aggressive memory trimming in this worker process (glibc only).
+
+    Dask starts workers with ``MALLOC_TRIM_THRESHOLD_=65536`` so that freed memory
+    returns to the OS at once; for numpy code that allocates and frees arrays of a
+    few hundred kB every step this means a page fault per allocation, and runs
+    were measured ~3× slower in Dask workers than in plain processes (timings
+    would be unfair across executors).  Large trim and mmap thresholds make worker
+    processes allocate like ordinary ones.  Returns whether the call took effect.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        return bool(libc.mallopt(_M_TRIM_THRESHOLD, _MALLOC_THRESHOLD) and libc.mallopt(_M_MMAP_THRESHOLD, _MALLOC_THRESHOLD))
+    except (OSError, AttributeError):
+        return False
+
+
+#: Dask worker callbacks paused while a run executes (:func:`profiler_paused`).
+_PROFILER_CALLBACKS = ("profile", "profile-cycle")
+_paused = {"runs": 0}
+_paused_lock = threading.Lock()
+
+
+def _on_loop(worker, fn) -> None:
+    """Run ``fn`` on the worker's event loop and wait for it (at most 5 s)."""
+    done = threading.Event()
+
+    def call():
+        try:
+            fn()
+        finally:
+            done.set()
+
+    worker.loop.add_callback(call)
+    done.wait(5.0)
+
+
+def _current_worker():
+    """The Dask worker this code runs in, or None."""
+    try:
+        from distributed import get_worker
+
+        return get_worker()
+    except (ImportError, ValueError):
+        return None
+
+
+@contextmanager
+def profiler_paused():
+    """Pause the statistical profiler of the Dask worker this code runs in (no-op elsewhere).
+
+    Dask samples the stack of every task thread every 10 ms from the worker's
+    event loop, taking the GIL each time; a CPU-bound run was measured ~10%
+    slower in a Dask worker than in a local worker because of it (GMM SVI, 8 runs
+    of ~7 s: 64.9 s of algorithm time against 57.9 s with the profiler off), so
+    timings would differ between executors.  The profiler restarts when the
+    last run on the worker ends.
+    """
+    worker = _current_worker()
+    if worker is None:
+        yield
+        return
+    callbacks = [worker.periodic_callbacks[name] for name in _PROFILER_CALLBACKS if name in worker.periodic_callbacks]
+    with _paused_lock:
+        _paused["runs"] += 1
+        if _paused["runs"] == 1:
+            _on_loop(worker, lambda: [pc.stop() for pc in callbacks])
+    try:
+        yield
+    finally:
+        with _paused_lock:
+            _paused["runs"] -= 1
+            if _paused["runs"] == 0:
+                _on_loop(worker, lambda: [pc.start() for pc in callbacks])
+
+
+def execute_on_dask(spec: RunSpec, topic: str | None = None) -> xr.Dataset:
+    """The Dask task of one run: ordinary allocator settings and no profiler, then
+    :func:`~svibench.runner.execute`, logging its progress as events of ``topic``."""
+    _restore_malloc_defaults()
+    worker = _current_worker()
+    on_step = None
+    if topic is not None and worker is not None:
+        on_step = StepReporter(spec.run_id, lambda event: worker.log_event(topic, asdict(event)))
+    with profiler_paused():
+        return execute(spec, on_step=on_step)
+
+
+def _run_event(message: dict) -> RunEvent:
+    """The :class:`RunEvent` a worker logged (the scheduler adds keys of its own, e.g. ``worker``)."""
+    return RunEvent(**{f.name: message[f.name] for f in fields(RunEvent)})
+
+
+def _distributed():
+    """The ``distributed`` package, or a clear error saying how to install it."""
+    try:
+        import distributed
+    except ImportError:
+        raise ExecutorError("the dask executor needs dask.distributed: pip install 'svibench[dask]'") from None
+    return distributed
+
+
+def _connect(address: str, connect_timeout: float):
+    client_cls = _distributed().Client
+    try:
+        return client_cls(address, timeout=f"{connect_timeout}s")
+    except (OSError, TimeoutError) as exc:
+        raise ExecutorError(f"cannot reach a Dask scheduler at {address} within {connect_timeout:g} s ({exc}); "
+                            "start one with `dask scheduler` or run without --address for a local cluster") from None
+
+
+def dask_slots(address: str, connect_timeout: float = 5.0) -> int:
+    """How many runs the Dask cluster at ``address`` executes at once (its workers' threads).
+
+    Raises :class:`ExecutorError` if the scheduler cannot be reached, so a sweep
+    fails before any work when the address is wrong.
+    """
+    with _connect(address, connect_timeout) as client:
+        return sum(w["nthreads"] for w in client.scheduler_info()["workers"].values())
+
+
+def run_dask(
+    specs: Sequence[RunSpec],
+    *,
+    address: str | None = None,
+    workers: int = 2,
+    retries: int = 1,
+    connect_timeout: float = 5.0,
+    on_progress: OnProgress | None = None,
+) -> Iterator[xr.Dataset]:
+    """Run ``specs`` as Dask tasks, yielding each run's Dataset as it completes.
+
+    Parameters
+    ----------
+    address : str, optional
+        A running scheduler, e.g. ``tcp://127.0.0.1:8786``.  Without one, a
+        ``LocalCluster`` of ``workers`` single-threaded processes is started
+        (and closed at the end).
+    retries : int
+        Dask retries of a task whose worker was lost; after that the run is
+        recorded ``failed`` with the reason.
+    on_progress : callable, optional
+        Called with a :class:`~svibench.progress.RunEvent` within each run and
+        at its end (from the client's event thread for the former).
+    """
+    on_progress = on_progress or ignore
+    distributed = _distributed()
+    cluster = None
+    if address:
+        client = _connect(address, connect_timeout)
+    else:
+        with pinned_threads(1):
+            cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                               dashboard_address=None)
+        client = distributed.Client(cluster)
+    token = uuid.uuid4().hex[:8]
+    topic = f"svibench-progress-{token}"
+    client.subscribe_topic(topic, lambda event: on_progress(_run_event(event[1])))
+    try:
+        futures = {
+            client.submit(execute_on_dask, spec, topic, key=f"svibench-run-{spec.run_id}-{token}", pure=False,
+                          retries=retries): spec
+            for spec in specs
+        }
+        for future in distributed.as_completed(futures):
+            spec = futures[future]
+            try:
+                ds = future.result()
+            except Exception as exc:  # KilledWorker and friends: the run, not the sweep, is lost
+                ds = lost_run(spec, f"dask task lost ({type(exc).__name__}: {exc}) after {retries} retries")
+            yield finished(ds, on_progress)
+    finally:
+        client.unsubscribe_topic(topic)
+        client.close()
+        if cluster is not None:
+            cluster.close()

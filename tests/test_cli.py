@@ -1,0 +1,174 @@
+"""`svibench run` as a new user meets it: the executor asked for is the one used (also for a
+single run, with its progress shown), bad options and paths are named, the exit status
+says whether a run failed, and the console's table matches the report's."""
+from __future__ import annotations
+
+import io
+import json
+import sys
+import textwrap
+
+import pytest
+
+from svibench.cli import main
+from svibench.results import open_results
+from svibench.scaffold import ScaffoldError, new_algorithm
+
+DASK_ONLY = '''
+import time
+
+from svibench.algorithm import Algorithm
+
+
+class DaskOnly(Algorithm):
+    """Fails unless it runs in a Dask worker; sleeps ``work`` seconds per step."""
+
+    name = "test-dask-only"
+
+    def __init__(self, *, work: float = 0.05) -> None:
+        self.work = work
+
+    def init(self, model, rng):
+        from distributed import get_worker
+
+        get_worker()  # ValueError outside a Dask worker: the run would end failed
+        self.value_ = 0.0
+
+    def step(self):
+        time.sleep(self.work)
+        self.value_ += 1.0
+        return 10
+
+    def posterior(self):
+        return self.value_
+'''
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _study(tmp_path, algorithms: str, problem: str = 'model = "test-slow-eval"\ndataset = "test-points"\n'
+           'model_params = { sleep = 0.0 }', budget: str = "iterations = 10", seeds: str = "[0]", report: str = ""):
+    path = tmp_path / "study.toml"
+    path.write_text(textwrap.dedent(f"""
+        [study]
+        name = "cli"
+        seeds = {seeds}
+
+        [budget]
+        {budget}
+        checkpoints = 3
+
+        [[problem]]
+        {problem}
+        """) + algorithms + report)
+    return path
+
+
+def test_a_single_run_with_executor_dask_runs_on_dask_and_shows_its_progress(tmp_path, faulty_plugin, monkeypatch,
+                                                                            capsys):
+    """A one-run study used to swap in an in-process executor, ignoring --executor dask."""
+    plugin = tmp_path / "dask_only.py"
+    plugin.write_text(DASK_ONLY)
+    study = _study(tmp_path, '[[algorithm]]\nname = "test-dask-only"\n', budget="seconds = 2.0")
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    code = main(["run", str(study), "--executor", "dask", "--workers", "1", "--plugin", faulty_plugin,
+                 "--plugin", str(plugin), "-o", str(tmp_path / "out"), "--no-report"])
+    assert code == 0, terminal.getvalue()
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["executor"] == "dask" and [r["status"] for r in manifest["runs"].values()] == ["ok"]
+    draws = terminal.getvalue().split("\r")
+    assert "0/1 runs" in draws[1] and "iteration" not in draws[1]  # drawn at the start, before any report
+    within = [d for d in draws if "0/1 runs" in d and "iteration" in d]
+    assert len(within) >= 2, draws  # progress from within the run, on the Dask worker
+    assert "1/1 runs  100.0%" in draws[-1]
+
+
+def test_workers_below_one_are_refused_with_the_valid_range(tmp_path, capsys):
+    for value in ("0", "-2", "two"):
+        with pytest.raises(SystemExit) as info:
+            main(["run", str(tmp_path / "study.toml"), "--workers", value])
+        assert info.value.code == 2
+        assert f"argument --workers: expected a whole number of at least 1, got '{value}'" in capsys.readouterr().err
+
+
+def test_a_directory_as_the_study_file_is_named_a_directory(tmp_path, capsys):
+    assert main(["run", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"svibench: error: {tmp_path} is a directory; give the study file, e.g. {tmp_path / 'study.toml'}\n"
+
+
+def test_exit_status_is_1_when_a_run_failed_with_the_counts_in_the_last_line(tmp_path, faulty_plugin, capsys):
+    study = _study(tmp_path, '[[algorithm]]\nname = "svi"\nparams = { batch_size = 20 }\n'
+                             '[[algorithm]]\nname = "test-failing"\n',
+                   problem='model = "gmm"\ndataset = "gmm-synthetic"\ndataset_params = { n = 200, n_test = 50 }')
+    code = main(["run", str(study), "--workers", "1", "--plugin", faulty_plugin, "-q"])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    assert err.strip().splitlines()[-1] == "2 runs: 1 ok, 0 diverged, 1 failed, 0 timed out; exit status 1 " \
+                                           "(see `message` in the results)"
+    # the console's table matches the report: a failed run's metrics are "—", not its last checkpoint
+    code = main(["run", str(study), "--workers", "1", "--plugin", faulty_plugin, "--keep-failed"])
+    out, err = capsys.readouterr()
+    assert code == 1  # the failed run is kept, so the study still holds a failure
+    failing = next(line for line in out.splitlines() if "test-failing" in line)
+    assert failing.split()[-1] == "0/1" and "—" in failing
+    report = (tmp_path / "summary.md").read_text()
+    row = next(line for line in report.splitlines() if "test-failing" in line and "0/1" in line)
+    assert row.count("—") == failing.count("—")
+
+
+def test_diverged_runs_are_results_not_faults_exit_status_0(tmp_path, faulty_plugin, capsys):
+    study = _study(tmp_path, '[[algorithm]]\nname = "test-diverging"\n[[algorithm]]\nname = "test-sleeper"\n'
+                             'params = { work = 0.0 }\n')
+    code = main(["run", str(study), "--workers", "1", "--plugin", faulty_plugin, "--no-report"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.strip().splitlines()[-1] == "2 runs: 1 ok, 1 diverged, 0 failed, 0 timed out"
+
+
+def test_the_manifest_and_results_record_where_each_plugin_came_from(tmp_path, faulty_plugin, capsys):
+    import hashlib
+    from pathlib import Path
+
+    study = _study(tmp_path, '[[algorithm]]\nname = "test-sleeper"\nparams = { work = 0.0 }\n')
+    assert main(["run", str(study), "--workers", "1", "--plugin", faulty_plugin, "--no-report", "-q"]) == 0
+    manifest = json.loads((tmp_path / "results" / "manifest.json").read_text())
+    digest = hashlib.sha256(Path(faulty_plugin).read_bytes()).hexdigest()
+    expected = f"plugin file {Path(faulty_plugin).resolve()} (sha256 {digest})"
+    assert manifest["origins"] == {"algorithm test-sleeper": expected, "dataset test-points": expected,
+                                   "model test-slow-eval": expected}
+    assert json.loads(open_results(tmp_path / "results").attrs["origins"]) == manifest["origins"]
+
+
+def test_builtin_origins_carry_the_svibench_version(tmp_path, capsys):
+    from importlib.metadata import version
+
+    study = _study(tmp_path, '[[algorithm]]\nname = "vmp"\n',
+                   problem='model = "gmm"\ndataset = "gmm-synthetic"\ndataset_params = { n = 200, n_test = 50 }')
+    assert main(["run", str(study), "--workers", "1", "--no-report", "-q"]) == 0
+    origins = json.loads((tmp_path / "results" / "manifest.json").read_text())["origins"]
+    assert origins["algorithm vmp"] == f"built-in svibench.algorithms.svi (svibench {version('svibench')})"
+    assert set(origins) == {"algorithm vmp", "model gmm", "dataset gmm-synthetic"}
+
+
+def test_an_entry_point_origin_carries_its_package_version():
+    from importlib.metadata import version
+
+    import numpy
+
+    from svibench.sweep import _origin
+
+    source = "entry point fake = numpy (numpy)"  # as the registry names it; any installed package will do
+    assert _origin(numpy.ndarray, source) == f"{source} (numpy {version('numpy')})"
+
+
+@pytest.mark.parametrize("name", ["svi", "vmp", "mf-svi"])
+def test_new_algorithm_refuses_a_name_the_registry_already_has(tmp_path, name):
+    with pytest.raises(ScaffoldError, match=rf"algorithm name '{name}' is taken by built-in svibench.algorithms\.\S+; "
+                                            "choose another name"):
+        new_algorithm(name, tmp_path / "x")
+    assert not (tmp_path / "x").exists()
