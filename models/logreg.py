@@ -61,7 +61,7 @@ def logistic_loglik(eta: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def predictive_probability(m: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """p̂ = ∫ σ(f) N(f | m, v) df (accurate to ~1e-11 relative, :mod:`.logistic_expectation`)."""
+    """p̂ = ∫ σ(f) N(f | m, v) df (accurate to ~1e-10 relative, :mod:`.logistic_expectation`)."""
     return expected_sigmoid(m, v)
 
 
