@@ -69,8 +69,8 @@ def test_derivatives_are_those_of_the_value():
 def test_a_degenerate_marginal_gives_the_likelihood_itself():
     t = np.array([-30.0, -1.0, 0.0, 2.0, 40.0])
     value, dmu, dv = expected_log_sigmoid(t, np.zeros_like(t))
-    np.testing.assert_allclose(value, log_expit(t), rtol=1e-12)
-    np.testing.assert_allclose(dmu, expit(-t), rtol=1e-12)
+    np.testing.assert_allclose(value, log_expit(t), rtol=1e-10)
+    np.testing.assert_allclose(dmu, expit(-t), rtol=1e-10)
     np.testing.assert_allclose(dv, -0.5 * expit(t) * expit(-t), rtol=1e-10)
 
 
