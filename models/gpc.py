@@ -6,8 +6,8 @@ Hyperparameters are fixed (the paper's USPS setting: log ℓ = 2.5, log σ_f = 5
 Offers the latent-Gaussian capability (kernel prior, identity design) and the
 log joint (for BBVI; a mean-field block's Markov blanket is its likelihood
 term plus the whole GP prior).  Metrics: ELBO / negative ELBO (with the
-accurate Gaussian expectations of :mod:`.logistic_expectation`), test log loss in nats (the authors' GP code) and bits, test
-error.  Test marginals: f* | f has mean K*ᵀK⁻¹f, so under q(f) = N(m, S)
+accurate Gaussian expectations of :mod:`.logistic_expectation`), test log
+loss in nats (the authors' GP code) and bits, test error.  Test marginals: f* | f has mean K*ᵀK⁻¹f, so under q(f) = N(m, S)
 m* = Aᵀm and v* = k** − diag(AᵀK*) + diag(AᵀSA) with A = K⁻¹K*.
 """
 from __future__ import annotations
