@@ -30,7 +30,13 @@ large, so a fixed number of nodes serves σ from 1e-3 to 300.
 
 Every part has a fixed sign on each side, so no cancellation spoils the relative
 accuracy; the tests compare with adaptive quadrature (scipy.integrate.quad)
-split at the kink.
+split at the kink.  Why this route: Gauss–Hermite split at the kink needs a
+Gaussian rule on a half-line whose nodes depend on μ/σ (none fixed), and a
+fixed t-grid would need ~70 nodes per side to follow e^{−|t|} over a window of
+~36 when σ is large; here 2 × 28 nodes give ~1e-10 at about the cost of
+50-node Gauss–Hermite (benchmarks/bench_cvi.py).  The module is in models/
+because it is the logistic likelihood's math; algorithms reach it only through
+the latent-Gaussian capability's ``gaussian_expectation``.
 """
 from __future__ import annotations
 
@@ -97,19 +103,15 @@ def _power_series(u: np.ndarray, coef: np.ndarray) -> np.ndarray:
     return acc
 
 
-def _moments(mu: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """z = μ/σ, σ, and the remainders on the side t > 0 (``pos``) and t < 0 (``neg``)."""
-    mu = np.asarray(mu, dtype=float)
-    sd = np.sqrt(np.maximum(np.asarray(v, dtype=float), 1e-300))
-    return mu / sd, sd, _side(mu, sd), _side(-mu, sd)
-
-
 def expected_log_sigmoid(mu: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """E[log σ(t)], its derivative in μ, E[σ(−t)], and in v, −½E[σ(t)σ(−t)], for t ~ N(μ, v).
 
-    ``mu`` and ``v`` are 1-D arrays of the same length (one entry per data point).
+    ``mu`` and ``v`` are 1-D arrays of the same length (one entry per data point); v = 0 gives
+    the likelihood at μ.
     """
-    z, sd, pos, neg = _moments(mu, v)
+    mu = np.asarray(mu, dtype=float)
+    sd = np.sqrt(np.maximum(np.asarray(v, dtype=float), 1e-300))
+    z, pos, neg = mu / sd, _side(mu, sd), _side(-mu, sd)  # remainders on t > 0 and on t < 0
     zp = np.maximum(z, 0.0)  # μΦ(−z) − σφ(z) = σφ(z)(z m(z) − 1) for z > 0, without cancellation
     phi = np.exp(-0.5 * z**2 - _LOG_SQRT_2PI)
     e_min = np.where(z > 0, sd * phi * (zp * np.sqrt(np.pi / 2.0) * erfcx(zp / np.sqrt(2.0)) - 1.0),
