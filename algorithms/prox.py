@@ -82,13 +82,23 @@ class ProximalGradientVI(CVI):
     presets: ClassVar[dict[str, Preset]] = {
         "pg-exact": Preset("PG-exact", {"expectations": "exact"}),
     }
+    #: CVI's settings that PG does not have: full batch (PG-SVI is stochastic in its expectations
+    #: only, as in Khan & Lin 2017's comparison), and no rejection of invalid sites (γ ≤ 0 here).
+    batch_size: ClassVar[None] = None
+    max_rejections: ClassVar[int] = 0
 
     def __init__(self, *, expectations: str = "mc", n_samples: int = 10, quadrature: str = ACCURATE,
                  w: float | None = 0.4, rho: float | None = None, t0: float = 1.0, kappa: float = 0.75,
                  init_lam1: float = 0.01, init_lam2: float = -0.0025) -> None:
-        super().__init__(expectations=expectations, n_samples=n_samples, quadrature=quadrature, w=w, rho=rho,
-                         t0=t0, kappa=kappa, batch_size=None, init_lam1=init_lam1, init_lam2=init_lam2,
-                         max_rejections=0)
+        self.expectations = expectations
+        self.n_samples = n_samples
+        self.quadrature = quadrature
+        self.w = w
+        self.rho = rho
+        self.t0 = t0
+        self.kappa = kappa
+        self.init_lam1 = init_lam1
+        self.init_lam2 = init_lam2
 
     def step(self) -> int:
         self.t_ += 1
