@@ -90,15 +90,9 @@ class ProximalGradientVI(CVI):
     def __init__(self, *, expectations: str = "mc", n_samples: int = 10, quadrature: str = ACCURATE,
                  w: float | None = 0.4, rho: float | None = None, t0: float = 1.0, kappa: float = 0.75,
                  init_lam1: float = 0.01, init_lam2: float = -0.0025) -> None:
-        self.expectations = expectations
-        self.n_samples = n_samples
-        self.quadrature = quadrature
-        self.w = w
-        self.rho = rho
-        self.t0 = t0
-        self.kappa = kappa
-        self.init_lam1 = init_lam1
-        self.init_lam2 = init_lam2
+        super().__init__(expectations=expectations, n_samples=n_samples, quadrature=quadrature, w=w, rho=rho,
+                         t0=t0, kappa=kappa, init_lam1=init_lam1, init_lam2=init_lam2)
+        del self.batch_size, self.max_rejections  # not hyperparameters here: the class constants above
 
     def step(self) -> int:
         self.t_ += 1

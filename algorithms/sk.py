@@ -48,9 +48,8 @@ import scipy.sparse
 
 from svibench.algorithm import Algorithm, Diverged, Preset
 from svibench.capabilities.latent_gaussian import GaussianPosterior, LatentGaussian
-from svibench.schedules import make_schedule
 
-from .cvi import PseudoObservationPosterior
+from .cvi import PseudoObservationPosterior, check_site_params, site_schedule
 
 __all__ = ["SalimansKnowles"]
 
@@ -92,18 +91,11 @@ class SalimansKnowles(Algorithm):
     def check_params(self) -> None:
         if not isinstance(self.factorised, bool):
             raise ValueError(f"factorised must be true or false, got {self.factorised!r}")
-        if self.n_samples < 1:
-            raise ValueError(f"n_samples must be ≥ 1, got {self.n_samples}")
-        if self.init_lam2 >= 0:
-            raise ValueError(f"init_lam2 must be < 0 (a valid Gaussian site), got {self.init_lam2}")
-        self._schedule()
-
-    def _schedule(self):
-        return make_schedule(rho=self.rho, w=None if self.rho is not None else self.w, t0=self.t0, kappa=self.kappa)
+        check_site_params(self)
 
     def init(self, model: LatentGaussian, rng: np.random.Generator) -> None:
         self.model_, self.rng_ = model, rng
-        self.schedule_ = self._schedule()
+        self.schedule_ = site_schedule(self)
         self.conjugate_ = PseudoObservationPosterior(model)
         N, self.t_ = model.n_train, 0
         lam1, lam2 = np.full(N, float(self.init_lam1)), np.full(N, float(self.init_lam2))

@@ -10,7 +10,20 @@ import numpy as np
 
 from ..capabilities.latent_gaussian import ExpectedLoglik, LatentGaussianPrior
 
-__all__ = ["ConjugateLatentGaussian"]
+
+def optimal_elbo(model, iterations: int = 1500) -> float:
+    """The ELBO's maximum over full-covariance Gaussians, by L-BFGS on the accurate ELBO (Chol).
+
+    The reference optimum for latent-Gaussian algorithms on a non-conjugate model.
+    """
+    from ..algorithms.chol import Chol
+
+    chol = Chol(iterations_per_step=iterations)
+    chol.init(model, np.random.default_rng(0))
+    chol.step()
+    return model.elbo(chol.posterior())
+
+__all__ = ["ConjugateLatentGaussian", "optimal_elbo"]
 
 
 class ConjugateLatentGaussian:
