@@ -9,7 +9,7 @@ t̃ₙ(ηₙ) = exp(ν̃ₙηₙ − ½τ̃ₙηₙ²), and q(z) ∝ N(z | 0, Σ
     moment match τ̃ₙ* = −∂²log Z / (1 + ∂²log Z / τ₋ₙ),
                  ν̃ₙ* = τ̃ₙ* μ₋ₙ + ∂log Z (1 + τ̃ₙ*/τ₋ₙ)             (eq. 3.59, rearranged)
     damping      (τ̃ₙ, ν̃ₙ) ← (1 − d)(τ̃ₙ, ν̃ₙ) + d(τ̃ₙ*, ν̃ₙ*)         (Minka 2001; d = 1: none)
-    rank one     Σ ← Σ − c uuᵀ with u = Σxₙ, c = Δτ̃/(1 + Δτ̃ vₙ); μ follows in O(D)  (eq. 3.60–3.61)
+    rank one     Σ ← Σ − c uuᵀ with u = Σxₙ, c = Δτ̃/(1 + Δτ̃ vₙ); μ follows in O(D)   (Alg. 3.5)
 
 followed, after the sweep, by a fresh factorisation of q from the sites (R&W's
 numerically stable recomputation; :class:`~.cvi.PseudoObservationPosterior`, the
