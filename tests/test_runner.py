@@ -100,36 +100,10 @@ def test_an_unknown_algorithm_in_a_spec_fails_the_run_with_the_valid_names():
     assert ds.attrs["status"] == "failed" and "valid names" in ds.attrs["message"]
 
 
-PICKY = '''
-from svibench.algorithm import Algorithm
-
-
-class Picky(Algorithm):
-    name = "test-picky"
-
-    def __init__(self, *, rate: float = -1.0):
-        self.rate = rate
-
-    def check_params(self):
-        if not self.rate > 0:
-            raise ValueError(f"rate must be > 0, got {self.rate}")
-
-    def init(self, model, rng):
-        raise RuntimeError("init ran before check_params")
-
-    def step(self):
-        return 1
-
-    def posterior(self):
-        return None
-'''
-
-
-def test_the_runner_checks_hyperparameters_before_init(tmp_path):
+def test_the_runner_checks_hyperparameters_before_init(picky_plugin):
     """Algorithms do not call check_params themselves: the runner does, before init, and a rejected
     value ends the run failed with check_params' message."""
-    plugin = tmp_path / "picky.py"
-    plugin.write_text(PICKY)
+    plugin = picky_plugin
     ds = execute(spec("test-picky", {"rate": -2.0}, plugins=(str(plugin),)))
     assert ds.attrs["status"] == "failed"
     assert ds.attrs["message"].startswith("ValueError: rate must be > 0, got -2.0")
