@@ -45,7 +45,6 @@ from .gamma_family import MeanFieldGamma
 __all__ = ["GammaFactor"]
 
 
-
 class GammaFactor(Model):
     """Gamma factor model with the factors integrated out (Khan & Lin 2017, App. J, eq. 95).
 

@@ -22,7 +22,6 @@ from svibench.model import Model
 __all__ = ["GaussianMixture", "MixtureMoments"]
 
 
-
 @dataclass(frozen=True)
 class MixtureMoments:
     """The global moments the local step needs: expectations under q, or values at a draw.

@@ -40,7 +40,6 @@ from ..score_families import MeanFieldBernoulli, MeanFieldBeta, ProductFamily
 __all__ = ["BPFAFamily", "log_joint", "log_joint_blocks"]
 
 
-
 class BPFAFamily(ProductFamily):
     """The fully factorised q over BPFA's latents (see the module docstring), φ unconstrained.
 

@@ -22,7 +22,6 @@ from .base import LOG_2PI, MeanParametrization, NaturalParametrization, _require
 __all__ = ["GaussianDiagNatural", "GaussianDiagMean"]
 
 
-
 @dataclass(frozen=True, eq=False)
 class GaussianDiagNatural(NaturalParametrization):
     """Natural parameters of independent Gaussians.

@@ -31,7 +31,6 @@ from .base import LOG_2PI, MeanParametrization, NaturalParametrization, _require
 __all__ = ["GaussianFullNatural", "GaussianFullMean"]
 
 
-
 def _sym(a: np.ndarray) -> np.ndarray:
     return 0.5 * (a + np.swapaxes(a, -1, -2))
 

@@ -30,7 +30,6 @@ from .gamma import _invert_log_minus_digamma
 __all__ = ["NormalGammaNatural", "NormalGammaMean"]
 
 
-
 @dataclass(frozen=True, eq=False)
 class NormalGammaNatural(NaturalParametrization):
     """Natural parameters ``(κm, -κ/2, -(b + κm²/2), a - ½)``.
