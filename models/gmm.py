@@ -68,6 +68,7 @@ class GaussianMixture(Model):
                                            "dataset_params": {"n": 300, "n_test": 100, "dim": 2, "components": 3, "seed": 0}}
     data_kinds = ("density",)
     metrics = ("elbo", "heldout_loglik")
+    posterior_types = (ConjugatePosterior,)
     local_kinds: ClassVar[tuple[str, ...]] = ("mf", "gibbs")
     init_methods: ClassVar[tuple[str, ...]] = ("random",)
 

@@ -118,3 +118,19 @@ def test_runs_of_one_problem_share_its_model_and_uncached_builds_are_fresh():
     assert build_model(GMM) is build_model(GMM)
     fresh = build_model(GMM, cache=False)
     assert fresh is not build_model(GMM) and fresh.n_train == build_model(GMM).n_train == 600
+
+
+def test_a_posterior_of_the_wrong_type_is_named_in_one_line(tmp_path):
+    """A model that declares its posterior types refuses another type before evaluating it."""
+    plugin = tmp_path / "bare.py"
+    plugin.write_text(
+        "from svibench.algorithm import Algorithm\n\n\n"
+        "class Bare(Algorithm):\n    name = 'test-bare'\n\n"
+        "    def init(self, model, rng):\n        self.lam_ = model.prior_natural()\n\n"
+        "    def step(self):\n        return 1\n\n"
+        "    def posterior(self):\n        return self.lam_\n")
+    ds = execute(spec("test-bare", {}, plugins=(str(plugin),)))
+    assert ds.attrs["status"] == "failed"
+    assert ds.attrs["message"].startswith(
+        "TypeError: model 'gmm' evaluates a svibench.capabilities.conjugate.ConjugatePosterior; "
+        "the algorithm's posterior() returned a dict")
