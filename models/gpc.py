@@ -46,7 +46,7 @@ class GPClassification(LatentLogisticModel):
     """
 
     name = "gpc"
-    conformance_problem = {"dataset": "usps-3v5", "dataset_params": {"n_per_class": 40, "split": 0}, "steps": 10}
+    conformance_problem = {"dataset": "usps-3v5", "dataset_params": {"n_per_class": 110, "split": 0}, "steps": 10}
     data_kinds = ("classification",)
     metrics = ("elbo", "neg_elbo", "elbo_augmented", "test_logloss_nats", "test_logloss_bits", "test_error", "heldout_loglik")
 
