@@ -38,6 +38,7 @@ import numpy as np
 import scipy.sparse
 from scipy.special import expit
 
+from svibench.capabilities import ConjugatePosterior
 from svibench.capabilities.latent_gaussian import (
     ExpectedLoglik,
     GaussianPosterior,
@@ -50,7 +51,7 @@ from svibench.model import IncompatibleData, Model
 
 from .gaussian_families import FullGaussian, MeanFieldGaussian
 from .logistic_expectation import expected_log_sigmoid, expected_sigmoid
-from .polya_gamma import LatentView, PolyaGammaAugmented, jaakkola_jordan
+from .polya_gamma import LatentView, PolyaGammaAugmented, PolyaGammaChain, jaakkola_jordan
 
 __all__ = ["BayesianLogisticRegression", "LatentLogisticModel", "logistic_loglik", "predictive_probability"]
 
@@ -114,6 +115,7 @@ class LatentLogisticModel(PolyaGammaAugmented, Model):
     """
 
     family_kinds: ClassVar[tuple[str, ...]] = ("meanfield", "full")
+    posterior_types = (GaussianPosterior, ConjugatePosterior, PolyaGammaChain)
     y: np.ndarray
 
     @property

@@ -186,7 +186,8 @@ class PolyaGammaAugmented:
 
     # -- evaluation
     def gaussian(self, posterior: Any) -> GaussianPosterior:
-        """The Gaussian q(z) of any algorithm's posterior: as given, q(z) from λ, or the chain's moments."""
+        """The Gaussian q(z) of a posterior the model takes (``posterior_types``): as given, q(z) from λ,
+        or the chain's moments."""
         if isinstance(posterior, ConjugatePosterior):
             return GaussianPosterior(*posterior.lam["z"].mean_cov())
         if isinstance(posterior, PolyaGammaChain):
