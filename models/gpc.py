@@ -11,10 +11,14 @@ sampler, with the latent function f as the one global: given ω, q(f) has
 η₁ = κ, η₂ = −½(K⁻¹ + diag ω).  Minibatch SVI is well defined (a datum's
 terms touch only its own coordinate of η₁ and diagonal entry of η₂, scaled by
 N/|B| for the sampled rows: an unbiased natural gradient) but gains nothing:
-every step still turns the N×N λ into moments, O(N³), whatever |B|, and rows
-outside the batch are not informed at all; use a full batch (ρ = 1: VMP).  Metrics: ELBO / negative ELBO (with the
-accurate Gaussian expectations of :mod:`.logistic_expectation`), test log
-loss in nats (the authors' GP code) and bits, test error.  Test marginals: f* | f has mean K*ᵀK⁻¹f, so under q(f) = N(m, S)
+every step still turns the N×N λ into moments, O(N³), whatever |B|, and a
+step moves only the sampled rows' terms (towards N/|B| times their value), so
+it adds noise and no speed; use a full batch (ρ = 1: VMP).
+
+Metrics: ELBO / negative ELBO (with the accurate Gaussian expectations of
+:mod:`.logistic_expectation`), the augmented bound ``elbo_augmented``, test log
+loss in nats (the authors' GP code) and bits, test error.  Test marginals:
+f* | f has mean K*ᵀK⁻¹f, so under q(f) = N(m, S)
 m* = Aᵀm and v* = k** − diag(AᵀK*) + diag(AᵀSA) with A = K⁻¹K*.
 """
 from __future__ import annotations
