@@ -59,7 +59,22 @@ from svibench.minibatch import sample_minibatch
 from svibench.quadrature import ACCURATE, expectation_rule, monte_carlo
 from svibench.schedules import make_schedule
 
-__all__ = ["CVI", "PseudoObservationPosterior"]
+__all__ = ["CVI", "PseudoObservationPosterior", "site_schedule", "check_site_params"]
+
+
+def site_schedule(alg: Algorithm):
+    """βₜ of an algorithm that averages Gaussian sites (CVI, PG, S&K) from its ``rho``, ``w``,
+    ``t0``, ``kappa``: ``rho``, else w/(1+w), else Robbins–Monro (t + t0)^(−kappa)."""
+    return make_schedule(rho=alg.rho, w=None if alg.rho is not None else alg.w, t0=alg.t0, kappa=alg.kappa)
+
+
+def check_site_params(alg: Algorithm) -> None:
+    """The checks such algorithms share: ``n_samples`` ≥ 1, valid initial sites, a valid βₜ."""
+    if alg.n_samples < 1:
+        raise ValueError(f"n_samples must be ≥ 1, got {alg.n_samples}")
+    if alg.init_lam2 >= 0:
+        raise ValueError(f"init_lam2 must be < 0 (a valid Gaussian site), got {alg.init_lam2}")
+    site_schedule(alg)
 
 
 class PseudoObservationPosterior:
@@ -204,24 +219,16 @@ class CVI(Algorithm):
     def check_params(self) -> None:
         if self.expectations not in ("mc", "exact"):
             raise ValueError(f"expectations must be 'mc' or 'exact', got {self.expectations!r}")
-        if self.n_samples < 1:
-            raise ValueError(f"n_samples must be ≥ 1, got {self.n_samples}")
+        check_site_params(self)
         expectation_rule(self.quadrature)
         if self.batch_size is not None and self.batch_size < 1:
             raise ValueError(f"batch_size must be ≥ 1 or None, got {self.batch_size}")
-        if self.init_lam2 >= 0:
-            raise ValueError(f"init_lam2 must be < 0 (a valid Gaussian site), got {self.init_lam2}")
         if self.max_rejections < 0:
             raise ValueError("max_rejections must be ≥ 0")
-        self._schedule()
-
-    def _schedule(self):
-        """β_t: ``rho``, else w/(1+w), else Robbins–Monro (see the class docstring)."""
-        return make_schedule(rho=self.rho, w=None if self.rho is not None else self.w, t0=self.t0, kappa=self.kappa)
 
     def init(self, model: LatentGaussian, rng: np.random.Generator) -> None:
         self.model_, self.rng_ = model, rng
-        self.schedule_ = self._schedule()
+        self.schedule_ = site_schedule(self)
         self.conjugate_ = PseudoObservationPosterior(model)
         N = model.n_train
         self.lam1_ = np.full(N, float(self.init_lam1))

@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import erfcx, log_ndtr, ndtr
 
-__all__ = ["expected_log_sigmoid", "expected_sigmoid"]
+__all__ = ["expected_log_sigmoid", "expected_sigmoid", "sigmoid_moments"]
 
 #: Series terms with closed-form expectations (J), window half-width in tilted standard
 #: deviations (K: the mass left out is ~e^{−K²/2} ≈ 7e-13 of the remainder's), and
@@ -52,10 +52,11 @@ __all__ = ["expected_log_sigmoid", "expected_sigmoid"]
 TERMS, WINDOW, NODES = 3, 7.5, 28
 
 _k = np.arange(1, TERMS + 1)
-_COEF = (  # cₖ of R₀ = −log(1+u), R₁ = u/(1+u), R₂ = u/(1+u)², k = 1..J
+_COEF = (  # cₖ of R₀ = −log(1+u), R₁ = u/(1+u), R₂ = u/(1+u)², R₃ = u(1−u)/(1+u)³, k = 1..J
     (-1.0) ** _k / _k,
     -((-1.0) ** _k),
     -((-1.0) ** _k) * _k,
+    -((-1.0) ** _k) * _k**2,
 )
 _x, _w = np.polynomial.legendre.leggauss(NODES)
 _X01, _W01 = (_x + 1.0) / 2.0, _w / 2.0
@@ -76,8 +77,15 @@ def _log_mills_moments(mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
     return np.where(w > 0, mills, direct)
 
 
-def _side(mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
-    """E[Rⱼ(e^{−t}) 1{t>0}] for j = 0, 1, 2 and t ~ N(μ, σ²), shape (3, n)."""
+def _remainders(u: np.ndarray) -> tuple[np.ndarray, ...]:
+    """R₀..R₃ at u (see ``_COEF``)."""
+    r1 = u / (1.0 + u)
+    r2 = r1 * (1.0 - r1)
+    return -np.log1p(u), r1, r2, r2 * (1.0 - 2.0 * r1)
+
+
+def _side(mu: np.ndarray, sd: np.ndarray, parts: tuple[int, ...] = (0, 1, 2)) -> np.ndarray:
+    """E[Rⱼ(e^{−t}) 1{t>0}] for j in ``parts`` and t ~ N(μ, σ²), shape (len(parts), n)."""
     series = np.exp(_log_mills_moments(mu, sd))
     # the window in ε: t = 0 at ε₀; the tilted density peaks at `tilt`, on the side at c
     eps0 = -mu / sd
@@ -89,10 +97,9 @@ def _side(mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
     eps = lo[:, None] + (hi - lo)[:, None] * _X01
     u = np.exp(-(mu[:, None] + sd[:, None] * eps))
     weight = np.exp(-0.5 * eps**2 - _LOG_SQRT_2PI) * _W01 * (hi - lo)[:, None]
-    r1 = u / (1.0 + u)
-    remainders = (-np.log1p(u), r1, r1 * (1.0 - r1))
-    return np.stack([series @ coef + np.einsum("ij,ij->i", r - _power_series(u, coef), weight)
-                     for r, coef in zip(remainders, _COEF)])
+    remainders = _remainders(u)
+    return np.stack([series @ _COEF[j] + np.einsum("ij,ij->i", remainders[j] - _power_series(u, _COEF[j]), weight)
+                     for j in parts])
 
 
 def _power_series(u: np.ndarray, coef: np.ndarray) -> np.ndarray:
@@ -122,3 +129,18 @@ def expected_log_sigmoid(mu: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.
 def expected_sigmoid(m: np.ndarray, v: np.ndarray) -> np.ndarray:
     """p̂ = E[σ(f)] for f ~ N(m, v): E[σ(−t)] with t = −f ~ N(−m, v)."""
     return expected_log_sigmoid(-np.asarray(m, dtype=float), v)[1]
+
+
+def sigmoid_moments(mu: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Z = E[σ(t)] and its first two derivatives in μ, E[σ'(t)] and E[σ''(t)], for t ~ N(μ, v).
+
+    These give the moments of the tilted distribution σ(t)N(t | μ, v)/Z (expectation
+    propagation): mean μ + v Z'/Z, variance v − v²((Z'/Z)² − Z''/Z).  With the split of
+    the module docstring, σ(t) = 1{t>0} − sgn(t) R₁(u), σ' = R₂(u) and σ'' = −sgn(t) R₃(u):
+    Z = Φ(z) − E[R₁ 1{t>0}] + E[R₁ 1{t<0}], where the first two are E[σ(t) 1{t>0}] ≥ ½Φ(z),
+    so Z keeps its relative accuracy when it is tiny (μ ≪ 0).
+    """
+    mu = np.asarray(mu, dtype=float)
+    sd = np.sqrt(np.maximum(np.asarray(v, dtype=float), 1e-300))
+    pos, neg = _side(mu, sd, (1, 2, 3)), _side(-mu, sd, (1, 2, 3))
+    return ndtr(mu / sd) - pos[0] + neg[0], pos[1] + neg[1], neg[2] - pos[2]

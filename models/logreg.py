@@ -50,7 +50,7 @@ from svibench.expfam import GaussianFullNatural
 from svibench.model import IncompatibleData, Model
 
 from .gaussian_families import FullGaussian, MeanFieldGaussian
-from .logistic_expectation import expected_log_sigmoid, expected_sigmoid
+from .logistic_expectation import expected_log_sigmoid, expected_sigmoid, sigmoid_moments
 from .polya_gamma import LatentView, PolyaGammaAugmented, PolyaGammaChain, jaakkola_jordan
 
 __all__ = ["BayesianLogisticRegression", "LatentLogisticModel", "logistic_loglik", "predictive_probability"]
@@ -135,6 +135,12 @@ class LatentLogisticModel(PolyaGammaAugmented, Model):
         s = 2.0 * (self.y if batch is None else self.y[batch]) - 1.0
         value, dmu, dv = expected_log_sigmoid(s * m, v)
         return ExpectedLoglik(value, s * dmu, dv)
+
+    def likelihood_moments(self, m: np.ndarray, v: np.ndarray, batch: np.ndarray | None = None):
+        """log Z, ∂ log Z/∂m, ∂² log Z/∂m² for Zₙ = E[σ(sₙηₙ)], ηₙ ~ N(mₙ, vₙ) (t = sη ~ N(sm, v))."""
+        s = 2.0 * (self.y if batch is None else self.y[batch]) - 1.0
+        Z, dZ, d2Z = sigmoid_moments(s * m, v)
+        return np.log(Z), s * dZ / Z, d2Z / Z - (dZ / Z) ** 2
 
     def variational_family(self, kind: str):
         families = {"meanfield": MeanFieldGaussian, "full": FullGaussian}

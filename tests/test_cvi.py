@@ -8,7 +8,6 @@ from svibench.algorithms.chol import Chol
 from svibench.algorithms.cvi import CVI, PseudoObservationPosterior
 from svibench.algorithms.ncvmp import NCVMP
 from svibench.capabilities.latent_gaussian import (
-    ExpectedLoglik,
     LatentGaussianPrior,
     expected_loglik,
     mean_parameter_gradients,
@@ -16,6 +15,7 @@ from svibench.capabilities.latent_gaussian import (
 from svibench.datasets.libsvm import australian, breast_cancer
 from svibench.models.logreg import BayesianLogisticRegression, logistic_loglik
 from svibench.quadrature import gauss_hermite, monte_carlo
+from svibench.testing.gaussian_latent import ConjugateLatentGaussian as _GaussianLatent
 
 
 class _Logistic:
@@ -26,40 +26,6 @@ class _Logistic:
 
     def loglik(self, eta, batch=None):
         return logistic_loglik(eta, self.y if batch is None else self.y[batch])
-
-
-class _GaussianLatent:
-    """A conjugate latent-Gaussian model: z ~ N(0, Σ₀), yₙ ~ N(x̃ₙᵀz, σ²)."""
-
-    def __init__(self, X, y, *, precision=None, cov=None, noise=0.3):
-        self.X, self.y, self.noise = X, y, noise
-        self.prior = LatentGaussianPrior(precision=precision, cov=cov)
-
-    n_train = property(lambda self: len(self.y))
-
-    def latent_prior(self):
-        return self.prior
-
-    def design(self):
-        return self.X
-
-    def loglik(self, eta, batch=None):
-        y = (self.y if batch is None else self.y[batch])[:, None]
-        r = y - eta
-        s2 = self.noise**2
-        return -0.5 * np.log(2 * np.pi * s2) - 0.5 * r**2 / s2, r / s2, np.full_like(eta, -1.0 / s2)
-
-    def gaussian_expectation(self, m, v, batch=None):
-        """E[log N(y | η, σ²)] = −½ log 2πσ² − ((y − m)² + v)/(2σ²) for η ~ N(m, v)."""
-        r, s2 = (self.y if batch is None else self.y[batch]) - m, self.noise**2
-        return ExpectedLoglik(-0.5 * np.log(2 * np.pi * s2) - 0.5 * (r**2 + v) / s2, r / s2, np.full_like(m, -0.5 / s2))
-
-    def exact_posterior(self):
-        """N(μ, Σ): Σ⁻¹ = Σ₀⁻¹ + XᵀX/σ², μ = Σ Xᵀy/σ² (Bishop 2006, eq. 3.53–3.54)."""
-        X = np.eye(len(self.y)) if self.X is None else self.X
-        prior_prec = np.diag(self.prior.precision) if self.prior.precision is not None else np.linalg.inv(self.prior.cov)
-        cov = np.linalg.inv(prior_prec + X.T @ X / self.noise**2)
-        return cov @ X.T @ self.y / self.noise**2, cov
 
 
 def _f(mu1, mu2, y, nodes=150):

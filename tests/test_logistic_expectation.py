@@ -7,7 +7,7 @@ from scipy.integrate import quad
 from scipy.special import expit, log_expit
 
 from svibench.capabilities.latent_gaussian import expected_loglik
-from svibench.models.logistic_expectation import expected_log_sigmoid, expected_sigmoid
+from svibench.models.logistic_expectation import expected_log_sigmoid, expected_sigmoid, sigmoid_moments
 from svibench.models.logreg import BayesianLogisticRegression
 from svibench.quadrature import gauss_hermite
 from svibench.data import Dataset
@@ -50,6 +50,20 @@ def test_predictive_probability_matches_quad_to_1e_8(grid):
     mu, sd = grid
     want = np.array([_gauss(expit, m, s) for m, s in zip(mu, sd)])
     np.testing.assert_allclose(expected_sigmoid(mu, sd**2), want, rtol=1e-8, atol=0.0)
+
+
+@pytest.mark.parametrize("which, g", [
+    (0, expit),                                                   # Z = E[σ(t)] (EP's normaliser)
+    (1, lambda t: expit(t) * expit(-t)),                          # ∂Z/∂μ = E[σ'(t)]
+    (2, lambda t: expit(t) * expit(-t) * (1.0 - 2.0 * expit(t))),  # ∂²Z/∂μ² = E[σ''(t)]
+])
+def test_the_sigmoid_moments_of_ep_match_quad(grid, which, g):
+    """Relative to the scale of the integrand's parts (E[σ''] vanishes where the two sides cancel)."""
+    mu, sd = grid
+    got = sigmoid_moments(mu, sd**2)[which]
+    want = np.array([_gauss(g, m, s) for m, s in zip(mu, sd)])
+    scale = np.array([_gauss(lambda t: np.abs(g(t)), m, s) for m, s in zip(mu, sd)])
+    assert np.all(np.abs(got - want) <= 1e-8 * scale), np.max(np.abs(got - want) / scale)
 
 
 def test_derivatives_are_those_of_the_value():

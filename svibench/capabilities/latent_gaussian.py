@@ -32,6 +32,7 @@ from ..quadrature import Rule
 
 __all__ = [
     "LatentGaussian",
+    "LikelihoodMoments",
     "LatentGaussianPrior",
     "GaussianPosterior",
     "ExpectedLoglik",
@@ -88,6 +89,19 @@ class LatentGaussian(Protocol):
         """E[log p(yₙ|ηₙ)] for ηₙ ~ N(mₙ, vₙ), with its derivatives in mₙ and vₙ, accurate to ~1e-10 relative.
 
         ``m`` and ``v`` have shape (len(batch),) (all data when None).
+        """
+
+
+@runtime_checkable
+class LikelihoodMoments(Protocol):
+    """Gaussian integrals of the likelihood itself (not its log), for expectation propagation."""
+
+    def likelihood_moments(self, m: np.ndarray, v: np.ndarray,
+                           batch: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """log Zₙ, ∂ log Zₙ/∂mₙ and ∂² log Zₙ/∂mₙ² for Zₙ = ∫ p(yₙ|η) N(η | mₙ, vₙ) dη.
+
+        The moments of the tilted distribution p(yₙ|η)N(η|mₙ, vₙ)/Zₙ follow: mean
+        mₙ + vₙ ∂ log Z/∂m, variance vₙ + vₙ² ∂² log Z/∂m² (Rasmussen & Williams 2006, eq. 3.58).
         """
 
 
