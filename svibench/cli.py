@@ -136,7 +136,7 @@ def _exit_status(statuses: dict[str, str], quiet: bool) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
 
-    report = write_report(args.results, args.output)
+    report = write_report(args.results, args.output, study=args.study)
     print(f"report: {report.html} ({len(report.figures)} figures; Markdown: {report.markdown})")
     return 0
 
@@ -228,6 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="write an HTML and Markdown report of saved results")
     p.add_argument("results", help="a results folder written by `svibench run`")
     p.add_argument("-o", "--output", required=True, help="folder for index.html, summary.md and figures/")
+    p.add_argument("--study", help="take the claims, references, paper numbers and [report] from this study file "
+                                   "instead of the copy saved with the results")
     p.set_defaults(func=_cmd_report)
     p = sub.add_parser("check", help="run the conformance suite on an algorithm plugin")
     p.add_argument("target", metavar="PLUGIN", help="a plugin file, or a registry or entry-point name")

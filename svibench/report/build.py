@@ -13,7 +13,7 @@ from ..results import open_results, run_files
 from ..summary import final_values
 from .claims import Claim, Verdict, evaluate_claims, parse_claims, parse_references
 from .figures import AXES, ReportFigure, best_known, curve_figure, final_figure, palette, profile_figure
-from .glance import LEDGER, claim_notes, claims_table, ledger, profile_table, ranking_table
+from .glance import LEDGER, claim_notes, claims_table, ledger, profile_table, ranking_tables
 from .header import make_header
 from .html import Section, render_html
 from .markdown import render_markdown
@@ -84,7 +84,7 @@ def _ranked_metric(settings: ReportSettings, metrics: list[str]) -> str | None:
     return plotted[0] if plotted else None
 
 
-def write_report(results: str | Path, out: str | Path, *, dpi: int = 100) -> Report:
+def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study: str | Path | None = None) -> Report:
     """Read the results at ``results`` (a results folder) and write the report into ``out``.
 
     Parameters
@@ -96,6 +96,9 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100) -> Rep
         (the verdicts, for the index of all reports).
     dpi : int
         Resolution of the figures.
+    study : str or Path, optional
+        A study file whose ``[[claim]]``, ``[[reference]]``, ``[[paper]]`` and ``[report]`` replace those saved
+        with the results (e.g. claims written after the runs); by default the saved study is used.
 
     Returns
     -------
@@ -107,6 +110,10 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100) -> Rep
     folder = _results_folder(results)
     manifest_path = folder / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    if study is not None:
+        text = Path(study).read_text()
+        raw = tomllib.loads(text)
+        manifest.update(study_toml=text, paper=raw.get("paper", []), report=raw.get("report", {}))
     settings = ReportSettings.parse(manifest.get("report"))
     claims, references = _study_tables(manifest)
     metrics = recorded_metrics(ds)
@@ -117,12 +124,11 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100) -> Rep
     finals = final_values(ds)
     verdicts = evaluate_claims(claims, finals[finals["status"] == "ok"], manifest.get("paper", []), settings.lower_is_better)
     ranked = _ranked_metric(settings, metrics)
-    glance = [t for t in (ranking_table(ds, ranked, settings) if ranked else None, claims_table(verdicts)) if t]
+    rankings = ranking_tables(ds, ranked, settings) if ranked else None
+    glance = [t for t in (rankings[0] if rankings else None, claims_table(verdicts)) if t]
     targets = settings.targets_for(metrics)
     profile = profile_table(ds, settings, targets[0]) if targets and targets[0].metric in ds else None
-    if profile is not None:
-        glance.append(profile[0])
-        figures.append(profile_figure(profile[1], colours, targets[0].metric, dpi=dpi))
+    across = [profile[0], profile_figure(profile[1], colours, targets[0].metric, dpi=dpi)] if profile else []
     final = final_metrics(ds, settings)
     reach = [t for t in (time_to_target(ds, settings, target) for target in targets) if t]
     paper = paper_comparison(ds, manifest.get("paper", []), {v.claim.id: v.verdict for v in verdicts},
@@ -133,9 +139,11 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100) -> Rep
     sections: list[Section] = [("At a glance", glance)]
     if figures:
         sections.append(("Figures", list(figures)))
+    if across:
+        sections.append(("Across problems", across))
     if verdicts:
         sections.append(("Claims", [claim_notes(verdicts)]))
-    sections.append(("Final metrics", [final]))
+    sections.append(("Final metrics", [*([rankings[1]] if rankings else []), final]))
     if reach:
         sections.append(("Time to target", list(reach)))
     if paper:
@@ -143,12 +151,12 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100) -> Rep
     sections.append(("Runs not ok", [not_ok] + ([skipped] if skipped else [])))
 
     out = Path(out)
-    written = _write_figures(out / FIGURES_DIR, figures)
+    written = _write_figures(out / FIGURES_DIR, figures + across[1:])
     html_path, md_path = out / "index.html", out / "summary.md"
     html_path.write_text(render_html(header, sections), encoding="utf-8")
     md_path.write_text(render_markdown(header, sections, FIGURES_DIR), encoding="utf-8")
     (out / LEDGER).write_text(json.dumps(ledger(header, manifest, verdicts), indent=1) + "\n", encoding="utf-8")
-    tables = [*glance, final, *reach, *([paper] if paper else []), not_ok, *([skipped] if skipped else [])]
+    tables = [*glance, *across[:1], *(rankings[1:] if rankings else []), final, *reach, *([paper] if paper else []), not_ok, *([skipped] if skipped else [])]
     return Report(out, html_path, md_path, written, tables, verdicts)
 
 

@@ -96,6 +96,19 @@ class Verdict:
     evidence: list[str]
     data: pd.DataFrame
 
+    def summary(self) -> str:
+        """The evidence in one line: on how many problems (value rows) the claim holds, and the range measured."""
+        done = self.data[self.data["holds"].notna()] if len(self.data) else self.data
+        if done.empty:
+            return "no ok run of the algorithms it names"
+        held = int(done["holds"].astype(bool).sum())
+        if self.claim.kind == "order":
+            return (f"holds on {held} of {len(done)} problems; gap {done['gap'].min():+.3g} to {done['gap'].max():+.3g} "
+                    f"(needs ≥ {self.claim.margin:g} {self.claim.metric})")
+        rel = 100 * (done["mean"] - done["paper"]) / done["paper"].abs()
+        return (f"{held} of {len(done)} values within {100 * self.claim.tolerance:g}% of the paper's; "
+                f"this run − paper: {rel.min():+.3g}% to {rel.max():+.3g}%")
+
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
@@ -202,19 +215,35 @@ def _verdict(claim: Claim, holds: list[bool | None]) -> str:
     return "partly" if any(done) else "not reproduced"
 
 
-def _mean(finals: pd.DataFrame, problem: str, algorithm: str, metric: str) -> float:
-    at = finals["problem"].map(lambda p: matches(p, problem)) & finals["label"].map(lambda lb: matches(lb, algorithm))
+def _labels(finals: pd.DataFrame, wanted: str) -> list[str]:
+    """The labels ``wanted`` names: itself if a run has that exact label, else its grid points."""
+    labels = sorted(set(finals["label"]))
+    return [wanted] if wanted in labels else [lb for lb in labels if matches(lb, wanted)]
+
+
+def _mean(finals: pd.DataFrame, problem: str, label: str, metric: str) -> float:
+    """Mean final ``metric`` of ``label``'s runs on ``problem`` (pooled over its grid points, e.g. splits)."""
+    at = finals["problem"].map(lambda p: matches(p, problem)) & (finals["label"] == label)
     values = finals.loc[at, metric].dropna() if metric in finals else pd.Series(dtype=float)
     return float(values.mean()) if len(values) else np.nan
+
+
+def _side(finals: pd.DataFrame, problem: str, names: tuple[str, ...], metric: str, sign: float) -> list[float]:
+    """Signed means (higher = better) of every label the names select; NaN for a name with no run here."""
+    out = []
+    for name in names:
+        labels = _labels(finals, name)
+        out += [sign * _mean(finals, problem, lb, metric) for lb in labels] if labels else [np.nan]
+    return out
 
 
 def _order(claim: Claim, finals: pd.DataFrame, problems: list[str], lower: bool) -> Verdict:
     """Per problem: the worst of ``better`` against the best of ``worse``; gap in the better direction."""
     sign = -1.0 if lower else 1.0
     records, evidence = [], []
-    for problem in claim.problems or sorted(set(problems)):
-        b = [sign * _mean(finals, problem, a, claim.metric) for a in claim.better]
-        w = [sign * _mean(finals, problem, a, claim.metric) for a in claim.worse]
+    for problem in claim.problems or problems:
+        b = _side(finals, problem, claim.better, claim.metric, sign)
+        w = _side(finals, problem, claim.worse, claim.metric, sign)
         gap = min(b) - max(w) if not (np.isnan(b).any() or np.isnan(w).any()) else np.nan
         holds = None if np.isnan(gap) else bool(gap >= claim.margin)
         records.append({"problem": problem, "gap": gap, "margin": claim.margin, "holds": holds})
@@ -224,23 +253,25 @@ def _order(claim: Claim, finals: pd.DataFrame, problems: list[str], lower: bool)
 
 
 def _value(claim: Claim, finals: pd.DataFrame, paper: list[dict[str, Any]]) -> Verdict:
-    """Per linked [[paper]] row: |this run − paper| ≤ tolerance × |paper|."""
+    """Per linked [[paper]] row and label it names: |this run − paper| ≤ tolerance × |paper|."""
     records, evidence = [], []
     for row in (r for r in paper if r.get("claim") == claim.id):
-        mean = _mean(finals, row["problem"], row["algorithm"], row["metric"])
-        rel = abs(mean - row["value"]) / abs(row["value"]) if row["value"] else abs(mean)
-        holds = None if np.isnan(mean) else bool(rel <= claim.tolerance)
-        records.append({"problem": row["problem"], "algorithm": row["algorithm"], "metric": row["metric"],
-                        "paper": row["value"], "mean": mean, "relative": rel, "holds": holds})
-        evidence.append(f"{row['problem']} {row['algorithm']} {row['metric']}: "
-                        + ("not run" if holds is None else f"{mean:.4g} vs {row['value']:.4g} ({100 * (mean - row['value']) / abs(row['value'] or 1):+.2g}%)"
-                           + (" ✓" if holds else " ✗")))
+        published = float(row["value"])
+        for label in _labels(finals, row["algorithm"]) or [row["algorithm"]]:
+            mean = _mean(finals, row["problem"], label, row["metric"])
+            rel = abs(mean - published) / abs(published) if published else abs(mean)
+            holds = None if np.isnan(mean) else bool(rel <= claim.tolerance)
+            records.append({"problem": row["problem"], "algorithm": label, "metric": row["metric"],
+                            "paper": published, "mean": mean, "relative": rel, "holds": holds})
+            evidence.append(f"{row['problem']} {label}: " + ("not run" if holds is None else
+                            f"{mean:.4g} vs {published:.4g} ({100 * (mean - published) / abs(published or 1):+.2g}%) "
+                            + ("✓" if holds else "✗")))
     return Verdict(claim, _verdict(claim, [r["holds"] for r in records]), evidence, pd.DataFrame(records))
 
 
 def evaluate_claims(claims: list[Claim], finals: pd.DataFrame, paper: list[dict[str, Any]],
                     lower_is_better) -> list[Verdict]:
     """Each claim's verdict from ``finals`` (one row per ok run: problem, label, metrics)."""
-    problems = sorted(set(finals["problem"])) if len(finals) else []
+    problems = sorted({p.split(" (", 1)[0] for p in finals["problem"]}) if len(finals) else []
     return [_order(c, finals, problems, lower_is_better(c.metric)) if c.kind == "order" else _value(c, finals, paper)
             for c in claims]

@@ -22,10 +22,13 @@ import xarray as xr
 from .fmt import DASH, number
 from .settings import ReportSettings
 
-__all__ = ["pool_name", "pairs", "ranking", "profile_ratios", "performance_profile", "ranking_rows", "unconverged", "TAUS", "LAST_FRACTION"]
+__all__ = ["TIE", "summary_line", "pool_name", "pairs", "ranking", "profile_ratios", "performance_profile", "ranking_rows", "unconverged", "TAUS", "LAST_FRACTION"]
 
 TAUS = (1.0, 2.0, 4.0, 10.0)
 LAST_FRACTION = 0.1
+#: Final values within this fraction of the best (relative) tie for the win: two methods at the same optimum
+#: differ only by rounding.
+TIE = 1e-6
 
 
 def pool_name(problem: str, split_panels: bool = False) -> str:
@@ -83,8 +86,8 @@ def ranking(ds: xr.Dataset, metric: str, settings: ReportSettings) -> pd.DataFra
     out = []
     for pool, group in df.groupby("pool", sort=True):
         signed = group.assign(score=-group["value"] if lower else group["value"])
-        best = signed.loc[signed.groupby(["problem", "seed"])["score"].idxmax()]
-        wins = best["label"].value_counts()
+        top = signed.groupby(["problem", "seed"])["score"].transform("max")
+        wins = signed.loc[signed["score"] >= top - TIE * top.abs(), "label"].value_counts()
         stats = signed.groupby("label").agg(median=("value", "median"), runs=("value", "size"),
                                             score=("score", "median"), unconverged=("unconverged", "sum"))
         stats["wins"] = wins.reindex(stats.index).fillna(0).astype(int)
@@ -120,11 +123,27 @@ def performance_profile(ratios: pd.DataFrame, taus: tuple[float, ...] = TAUS) ->
     return pd.DataFrame(columns, index=ratios.columns).rename_axis("label")
 
 
+def summary_line(group: pd.DataFrame) -> str:
+    """One pool's ranking as one line, best first: ``A 3/5 › B 2/5 (Δ +0.1) › C 0/5 (Δ +2, † 4/5)``."""
+    parts = []
+    for rec in group.itertuples():
+        extra = [] if rec.label == rec.leader or np.isnan(rec.median_diff) else [_delta(rec.median_diff, rec.median)]
+        extra += [f"† {rec.unconverged}/{rec.runs}"] if rec.unconverged else []
+        parts.append(f"{rec.label} {rec.wins}/{rec.runs}" + (f" ({', '.join(extra)})" if extra else ""))
+    return " › ".join(parts)
+
+
+def _delta(diff: float, value: float) -> str:
+    """A paired difference as text; ``Δ ≈ 0`` within the tie tolerance."""
+    return "Δ ≈ 0" if abs(diff) <= TIE * abs(value) else f"Δ {diff:+.3g}"
+
+
 def ranking_rows(rank: pd.DataFrame, metric: str, lower: bool) -> list[list[str]]:
     """Table cells of :func:`ranking`."""
     rows = []
     for _, rec in rank.iterrows():
-        diff = DASH if rec["label"] == rec["leader"] or np.isnan(rec["median_diff"]) else f"{rec['median_diff']:+.3g}"
+        diff = (DASH if rec["label"] == rec["leader"] or np.isnan(rec["median_diff"])
+                else _delta(rec["median_diff"], rec["median"]).removeprefix("Δ "))
         flag = f"{rec['unconverged']}/{rec['runs']}" if rec["unconverged"] else ""
         rows.append([rec["pool"], rec["label"], f"{rec['wins']}/{rec['runs']}", number(rec["median"], 5), diff, flag])
     return rows

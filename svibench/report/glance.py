@@ -11,49 +11,49 @@ import pandas as pd
 import xarray as xr
 
 from .claims import Verdict
-from .compare import TAUS, performance_profile, profile_ratios, ranking, ranking_rows
+from .compare import TAUS, TIE, performance_profile, profile_ratios, ranking, ranking_rows, summary_line
 from .header import Header
 from .settings import ReportSettings, Target
 from .tables import Prose, Table, reach_records
 
-__all__ = ["ranking_table", "claims_table", "claim_notes", "profile_table", "ledger", "LEDGER"]
+__all__ = ["ranking_tables", "claims_table", "claim_notes", "profile_table", "ledger", "LEDGER"]
 
 LEDGER = "claims.json"
 
 
-def ranking_table(ds: xr.Dataset, metric: str, settings: ReportSettings) -> Table | None:
-    """Per pooled problem, algorithms ranked by paired wins on the final ``metric`` (see :func:`.compare.ranking`)."""
+PAIRING = ("Best first. Runs with the same problem and seed are a pair (same data and start); random splits are pooled. "
+           "k/n: best (within {tie:g}, relative) in k of its n pairs; Δ: median paired difference to the leader; "
+           "† k/n: k runs unconverged (still moving > {tol:g} over the last 10% of checkpoints).")
+
+
+def ranking_tables(ds: xr.Dataset, metric: str, settings: ReportSettings) -> tuple[Table, Table] | None:
+    """The ranking on the final ``metric`` (see :func:`.compare.ranking`): one line per pooled problem for the first
+    screen, and one row per (problem, algorithm) in detail."""
     rank = ranking(ds, metric, settings)
     if rank.empty:
         return None
     lower = settings.lower_is_better(metric)
-    rows = ranking_rows(rank, metric, lower)
+    note = PAIRING.format(tie=TIE, tol=settings.converged_tolerance)
+    title = f"on final {metric} ({'lower' if lower else 'higher'} is better)"
+    short = [[pool, summary_line(group)] for pool, group in rank.groupby("pool", sort=True)]
+    detail = ranking_rows(rank, metric, lower)
     bold = {(i, 1) for i, rec in enumerate(rank.itertuples()) if rec.label == rec.leader}
-    return Table(
-        f"Ranking on final {metric} ({'lower' if lower else 'higher'} is better)",
-        ["problem", "algorithm", "wins", f"median {metric}", "median paired Δ vs leader", "unconverged"],
-        rows,
-        "Runs with the same problem and seed are a pair (same data, same start); problems that differ only in a grid "
-        "parameter (e.g. random splits) are pooled. wins k/n: of its n pairs, the algorithm had the best final value "
-        "in k. Median paired Δ: median over its pairs of (its value − the leader's). Unconverged k/n: runs still "
-        f"moving by more than {settings.converged_tolerance:g} (relative) over their last 10% of checkpoints — the "
-        "budget ended first, so the ranking may change with a longer one. Leader in bold.",
-        bold,
-        rank,
-    )
+    return (Table(f"Ranking {title}", ["problem", "ranking"], short,
+                  note, data=rank),
+            Table(f"Ranking in detail {title}", ["problem", "algorithm", "wins", f"median {metric}",
+                                                  "median paired Δ vs leader", "unconverged"], detail, note, bold, rank))
 
 
 def claims_table(verdicts: list[Verdict]) -> Table | None:
     """One line per claim: its source, verdict and the measured evidence in short."""
     if not verdicts:
         return None
-    rows = [[v.claim.id, v.claim.source, v.verdict, "; ".join(v.evidence)] for v in verdicts]
+    rows = [[v.claim.id, v.claim.source, v.verdict, v.summary()] for v in verdicts]
     data = pd.DataFrame([{"id": v.claim.id, "source": v.claim.source, "kind": v.claim.kind, "verdict": v.verdict}
                          for v in verdicts])
     return Table("Claims of the paper, checked", ["claim", "source", "verdict", "evidence (this run)"], rows,
-                 "Verdicts: reproduced (holds on every problem the claim covers), partly (on some), not reproduced, "
-                 "not comparable (stand-in data or another scale, declared in the study), not run. Each claim's "
-                 "note, below the figures, says what was tried and how to read it.",
+                 "Reproduced: holds on every problem it covers; partly: on some; not comparable: stand-in data or "
+                 "another scale. Each claim's note (section Claims) says what was tried.",
                  {(i, 2) for i in range(len(rows))}, data)
 
 
