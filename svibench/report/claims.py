@@ -57,7 +57,7 @@ VERDICTS = ("reproduced", "partly", "not reproduced", "not comparable", "not run
 
 def matches(name: str, wanted: str) -> bool:
     """``name`` is ``wanted`` or a grid point of it (``wanted (k=v, …)``)."""
-    return name == wanted or name.split(" (", 1)[0] == wanted
+    return name == wanted or name.startswith(wanted + " (")
 
 
 @dataclass(frozen=True)
