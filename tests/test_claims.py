@@ -224,16 +224,26 @@ def test_the_index_lists_every_study_with_its_claims_and_verdicts(tmp_path):
     assert 'href="built/index.html"' in html.read_text() and "1 partly" in html.read_text()
 
 
-def test_regenerate_refuses_a_dirty_tree(tmp_path):
+def test_regenerate_runs_then_writes_reports_and_index_and_refuses_a_dirty_tree(tmp_path):
     from svibench.regenerate import regenerate
 
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     study = tmp_path / "reports" / "s" / "study.toml"
     study.parent.mkdir(parents=True)
     study.write_text(STUDY)
+    (tmp_path / ".gitignore").write_text("reports/*/results*/\n")
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(git + ["add", "."], check=True)
     subprocess.run(git + ["commit", "-qm", "s"], check=True)
+    (done,) = regenerate(tmp_path / "reports", log=lambda *_: None)
+    assert done.study == "claims" and done.runs == 1 and set(done.statuses.values()) == {"ok"}
+    for name in ("index.html", "summary.md", "claims.json"):
+        assert (study.parent / name).exists(), name
+    assert (tmp_path / "reports" / "index.html").exists() and (tmp_path / "reports" / "README.md").exists()
+    with pytest.raises(StudyError, match="no study 'other'"):
+        subprocess.run(git + ["add", "."], check=True)
+        subprocess.run(git + ["commit", "-qm", "reports"], check=True)
+        regenerate(tmp_path / "reports", ["other"])
     study.write_text(STUDY + "\n# changed\n")
     with pytest.raises(StudyError, match=r"uncommitted changes \(reports/s/study.toml\).*commit or stash"):
         regenerate(tmp_path / "reports")

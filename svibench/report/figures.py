@@ -30,8 +30,8 @@ __all__ = ["ReportFigure", "palette", "resample", "best_known", "suboptimality",
 GRID_POINTS = 60
 LOG_DECADES = 2.0
 AXES = {"time": "algorithm time (s)", "epoch": "epochs"}
-#: Smallest suboptimality drawn: the run that defines f* would otherwise sit at 0 on a log axis.
-FLOOR = 1e-10
+#: Suboptimality drawn for f = f* when no run has a positive one.
+FLOOR = 1e-12
 
 
 @dataclass(frozen=True)
@@ -141,30 +141,35 @@ def _compact_png(fig: Figure, dpi: int) -> io.BytesIO:
     return out
 
 
-def best_known(ds: xr.Dataset, metric: str, lower: bool, references: dict[str, float]) -> dict[str, tuple[float, str]]:
-    """f* per problem: the ``[[reference]]`` value (a problem's base name also covers its grid points), else the
-    best value any ok run reached at any checkpoint; with where it came from."""
+def best_known(ds: xr.Dataset, metric: str, lower: bool, references: dict[str, float]) -> dict[tuple[str, int], tuple[float, str]]:
+    """f* per instance (problem, seed): the ``[[reference]]`` value of the problem (a problem's base name also
+    covers its grid points), else the best value any ok run of the instance reached at any checkpoint (a seed
+    may change the data, so one seed's best is no target for another's); with where it came from."""
     out = {}
-    for problem in sorted(set(map(str, ds["problem"].values))):
+    problems, seeds = ds["problem"].values.astype(str), ds["seed"].values
+    for problem, seed in sorted(set(zip(problems, seeds.tolist()))):
         ref = references.get(problem, references.get(pool_name(problem)))
         if ref is not None:
-            out[problem] = (float(ref), "reference")
+            out[(problem, seed)] = (float(ref), "reference")
             continue
-        values = ds[metric].values[ds["problem"].values == problem]
+        values = ds[metric].values[(problems == problem) & (seeds == seed)]
         values = values[np.isfinite(values)]
         if values.size:
-            out[problem] = (float(values.min() if lower else values.max()), "best over all runs")
+            out[(problem, seed)] = (float(values.min() if lower else values.max()), "best over the instance's runs")
     return out
 
 
-def suboptimality(ds: xr.Dataset, metric: str, fstar: dict[str, tuple[float, str]]) -> xr.Dataset:
-    """``ds`` with ``metric`` replaced by |f − f*| / |f*| per run (floored at :data:`FLOOR` for a log axis)."""
+def suboptimality(ds: xr.Dataset, metric: str, fstar: dict[tuple[str, int], tuple[float, str]]) -> xr.Dataset:
+    """``ds`` with ``metric`` replaced by |f − f*| / |f*| per run; zeros (the run that defines f*) are drawn at a
+    tenth of the smallest positive value, so a log axis keeps them without stretching to 0."""
     out = ds.copy()
     values = ds[metric].values.copy()
-    for r, problem in enumerate(map(str, ds["problem"].values)):
-        star = fstar.get(str(problem), (np.nan, ""))[0]
-        values[r] = np.maximum(np.abs(values[r] - star) / max(abs(star), 1e-300), FLOOR)
-    out[metric] = (ds[metric].dims, values)
+    for r, key in enumerate(zip(ds["problem"].values.astype(str), ds["seed"].values.tolist())):
+        star = fstar.get(key, (np.nan, ""))[0]
+        values[r] = np.abs(values[r] - star) / max(abs(star), 1e-300)
+    positive = values[np.isfinite(values) & (values > 0)]
+    floor = 0.1 * float(positive.min()) if positive.size else FLOOR
+    out[metric] = (ds[metric].dims, np.where(values > floor, values, np.where(np.isfinite(values), floor, np.nan)))
     return out
 
 
@@ -189,7 +194,7 @@ def _legend(fig: Figure, colours: dict, used: set[str]) -> None:
 
 
 def curve_figure(ds: xr.Dataset, metric: str, axis: str, colours: dict, *, dpi: int = 100, split_panels: bool = False,
-                 fstar: dict[str, tuple[float, str]] | None = None) -> ReportFigure | None:
+                 fstar: dict[tuple[str, int], tuple[float, str]] | None = None) -> ReportFigure | None:
     """``metric`` of ``ds`` (ok runs) against ``axis``, one panel per pooled problem.
 
     With ``fstar`` the curve is the suboptimality |f − f*| / |f*| on a log axis
@@ -221,7 +226,7 @@ def curve_figure(ds: xr.Dataset, metric: str, axis: str, colours: dict, *, dpi: 
 
 
 def final_figure(ds: xr.Dataset, metric: str, colours: dict, *, dpi: int = 100, split_panels: bool = False,
-                 fstar: dict[str, tuple[float, str]] | None = None) -> ReportFigure | None:
+                 fstar: dict[tuple[str, int], tuple[float, str]] | None = None) -> ReportFigure | None:
     """Strip plot of every ok run's final ``metric`` (suboptimality with ``fstar``), one panel per pooled problem."""
     data = suboptimality(ds, metric, fstar) if fstar is not None else ds
     frames = []
