@@ -101,6 +101,6 @@ def ledger(header: Header, manifest: dict[str, Any], verdicts: list[Verdict]) ->
         "git_commit": manifest.get("git_commit", ""),
         "svibench": facts.get("svibench", ""),
         "results_written": facts.get("results written", ""),
-        "claims": [{"id": v.claim.id, "source": v.claim.source, "verdict": v.verdict,
+        "claims": [{"id": v.claim.id, "source": v.claim.source, "verdict": v.verdict, "summary": v.summary(),
                     "evidence": v.evidence} for v in verdicts],
     }

@@ -47,9 +47,13 @@ def _tally(entries: list[dict[str, Any]]) -> str:
     return ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "no claims"
 
 
+def _evidence(claim: dict[str, Any]) -> str:
+    return claim.get("summary") or "; ".join(claim.get("evidence", []))
+
+
 def _built(entry: dict[str, Any]) -> str:
     if not entry.get("git_commit"):
-        return "report not built from a ledger yet"
+        return "no verdicts yet: `svibench regenerate` builds this report with its claims"
     return f"{entry.get('scale', 'default')} scale, commit {entry['git_commit'][:12]}, results {entry.get('results_written', '')}"
 
 
@@ -61,7 +65,7 @@ def render_index_html(entries: list[dict[str, Any]]) -> str:
         rows = "".join(
             f'<tr><td>{escape(c["id"])}</td><td>{escape(c["source"])}</td>'
             f'<td class="{VERDICT_CLASS.get(c["verdict"], "")}">{escape(c["verdict"])}</td>'
-            f'<td>{escape("; ".join(c["evidence"]))}</td></tr>' for c in e["claims"])
+            f'<td>{escape(_evidence(c))}</td></tr>' for c in e["claims"])
         table = (f"<table><tr><th>claim</th><th>source</th><th>verdict</th><th>evidence</th></tr>{rows}</table>"
                  if rows else '<p class="note">No claims declared.</p>')
         parts.append(f'<h2>{link}</h2><p class="description">{escape(e["description"])}</p>'
@@ -81,7 +85,7 @@ def render_index_markdown(entries: list[dict[str, Any]]) -> str:
                   e["description"], "", f"_{_built(e)}_", ""]
         if e["claims"]:
             lines += ["| claim | source | verdict | evidence |", "| --- | --- | --- | --- |"]
-            lines += [f"| {c['id']} | {c['source']} | **{c['verdict']}** | {'; '.join(c['evidence']).replace('|', '/')} |"
+            lines += [f"| {c['id']} | {c['source']} | **{c['verdict']}** | {_evidence(c).replace('|', '/')} |"
                       for c in e["claims"]]
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"

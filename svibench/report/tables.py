@@ -14,6 +14,7 @@ import xarray as xr
 
 from ..summary import final_table, final_values, metric_names
 from .fmt import DASH, mean_sd, number
+from .claims import matches
 from .compare import unconverged
 from .settings import ReportSettings, Target
 
@@ -180,10 +181,6 @@ def time_to_target(ds: xr.Dataset, settings: ReportSettings, target: Target) -> 
     )
 
 
-def _label_matches(label: str, wanted: str) -> bool:
-    return label == wanted or label.split(" (", 1)[0] == wanted
-
-
 def paper_comparison(ds: xr.Dataset, paper: list[dict[str, Any]], verdicts: dict[str, str] | None = None,
                      tolerance: float = 1e-3) -> Table | None:
     """Published numbers next to this run's final values (ok runs, mean ± sd over seeds), each with the
@@ -201,8 +198,8 @@ def paper_comparison(ds: xr.Dataset, paper: list[dict[str, Any]], verdicts: dict
         paper_text = mean_sd(published, float(row.get("sd", np.nan)))
         claim = f"{row['claim']}: {verdicts.get(row['claim'], DASH)}" if row.get("claim") else ""
         # "logreg/australian" also matches the grid problems "logreg/australian (split=0)", ... (pooled)
-        at = ok["problem"].map(lambda p: _label_matches(p, problem))
-        labels = sorted(lb for lb in ok.loc[at, "label"].unique() if _label_matches(lb, wanted))
+        at = ok["problem"].map(lambda p: matches(p, problem))
+        labels = sorted(lb for lb in ok.loc[at, "label"].unique() if matches(lb, wanted))
         if not labels or metric not in ok:
             why = "metric not recorded" if labels else "not in these results"
             rows.append([problem, wanted, metric, paper_text, why, DASH, DASH, claim, str(row.get("note", ""))])
