@@ -36,7 +36,7 @@ nav a { margin-right: 1rem; }
 .v-yes { background: #d7f2d7 !important; } .v-part { background: #fff1c2 !important; }
 .v-no { background: #f8d4d4 !important; } .v-nc { background: #e4e4f4 !important; } .v-nr { background: #eee !important; }
 .run-line { color: #555; margin: .1rem 0 .8rem; font-size: .9rem; }
-.prose h3 { margin-top: 1.2rem; } .prose p { max-width: 60rem; }
+.prose h3 { margin-top: 1.2rem; } .prose p { max-width: 60rem; white-space: pre-line; font-size: .92rem; }
 """
 
 
