@@ -30,8 +30,22 @@ A study is a TOML file (read with the standard library's ``tomllib``)::
     metric = "elbo"
     value = -1.0
 
+    claim = "table1"              # optional: the [[claim]] these numbers belong to
+
     [report]                      # see svibench.report.settings
     target = { metric = "elbo", relative = 0.001 }
+
+    [[claim]]                     # a checked statement of the paper; see svibench.report.claims
+    id = "table1"
+    source = "Table 1"
+    kind = "value"                # or "order": better beat worse by >= margin on a metric
+    tolerance = 0.05
+
+    [[reference]]                 # a problem's best known value f*, for the suboptimality figures
+    problem = "gmm/synthetic"
+    metric = "elbo"
+    value = -0.9
+    how = "VMP run to convergence"
 
 Validation of every section, ``[report]`` included, happens at load, before any
 work: every error names the key, what was expected and what was found, in one
