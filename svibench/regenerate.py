@@ -20,7 +20,8 @@ from .sweep import run_study
 
 __all__ = ["regenerate", "dirty_files", "RESULTS_DIR"]
 
-RESULTS_DIR = "results"
+#: Where regenerate runs the studies (ignored by git; a user's own `results/` is left alone).
+RESULTS_DIR = "results-regenerate"
 
 
 def dirty_files(folder: Path) -> list[str]:
@@ -53,7 +54,7 @@ def _studies(reports: Path, names: list[str], scale: str) -> list[Study]:
 
 def regenerate(reports: str | Path = "reports", names: list[str] | None = None, *, scale: str = "default",
                workers: int = 1, allow_dirty: bool = False, log=print) -> list[Regenerated]:
-    """Run the studies (all under ``reports``, or ``names``) into ``<study>/results`` afresh, then write each
+    """Run the studies (all under ``reports``, or ``names``) into ``<study>/results-regenerate`` afresh, then write each
     report beside its study file and the index ``reports/index.html`` / ``README.md``."""
     from .report import write_report
     from .report.index import write_index
