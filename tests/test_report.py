@@ -354,3 +354,12 @@ def test_figure_limits_clip_a_transient_and_a_diverging_label_but_not_ordinary_c
     blown.loc[late, "value"] = 1e3 * blown.loc[late, "x"]  # c diverges late: it leaves the axes
     lo, hi = _ylim(blown)
     assert lo < 1.0 and 1.5 < hi < 10
+
+
+def test_the_first_section_answers_which_is_best_and_the_ledger_is_written(report):
+    html = report.html.read_text()
+    assert html.index("At a glance") < html.index("Ranking on final elbo") < html.index('id="figures"')
+    ranking = next(t for t in report.tables if t.title.startswith("Ranking on final elbo"))
+    assert set(ranking.data["label"]) <= {"SVI", "VMP", "Diverging"}  # ok runs only: the failing one never ranks
+    ledger = json.loads((report.folder / "claims.json").read_text())
+    assert ledger["study"] and ledger["claims"] == []
