@@ -140,8 +140,8 @@ class ReportSettings:
         return settings
 
     def plotted(self, metrics: list[str]) -> list[str]:
-        """The metrics to draw figures of: ``[report] plot`` if given (tables keep every metric)."""
-        return [m for m in metrics if m in self.plot] if self.plot else metrics
+        """The metrics to draw figures of, in order: ``[report] plot`` if given (tables keep every metric)."""
+        return [m for m in self.plot if m in metrics] if self.plot else metrics
 
     def objectives(self, metrics: list[str], references: list[str]) -> list[str]:
         """Metrics drawn as suboptimality: ``[report] suboptimality``, or every ELBO-type metric and every
