@@ -1,4 +1,4 @@
-"""The ``svibench`` command line: list, run, report."""
+"""The ``svibench`` command line: list, run, report, regenerate."""
 from __future__ import annotations
 
 import argparse
@@ -99,7 +99,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.no_report:
         from .report import write_report  # seaborn/matplotlib load only when a report is written
 
-        report = write_report(out, out / "report" if args.output else Path(args.study).resolve().parent)
+        report = write_report(out, out / "report")
         if not args.quiet:
             print(f"report: {report.html} (open it in a browser; Markdown: {report.markdown.name})")
     return _exit_status(result.statuses, args.quiet)
@@ -136,9 +136,19 @@ def _exit_status(statuses: dict[str, str], quiet: bool) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
 
-    report = write_report(args.results, args.output)
+    report = write_report(args.results, args.output, study=args.study)
     print(f"report: {report.html} ({len(report.figures)} figures; Markdown: {report.markdown})")
     return 0
+
+
+def _cmd_regenerate(args: argparse.Namespace) -> int:
+    from .regenerate import regenerate
+
+    done = regenerate(args.reports, args.studies, scale=args.scale, workers=args.workers or 1)
+    bad = [f"{d.study}: {n} {s}" for d in done for s, n in Counter(d.statuses.values()).items() if s not in ("ok", "diverged")]
+    if bad:
+        print(f"runs not ok ({'; '.join(bad)}): see 'Runs not ok' in the reports", file=sys.stderr)
+    return 1 if bad else 0
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -207,13 +217,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plugin", action="append", default=[], metavar="FILE", help="load algorithms from a Python file")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--no-report", action="store_true",
-                   help="do not write the report (default: index.html, summary.md, figures/ in the study's folder, "
-                        "or in OUT/report with -o)")
+                   help="do not write the report (default: index.html, summary.md, figures/ in OUT/report; "
+                        "the committed reports beside the study files are rebuilt by `svibench regenerate`)")
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("regenerate", help="rebuild the committed reports and their index at a clean HEAD")
+    p.add_argument("studies", nargs="*", metavar="STUDY", help="study folder names under REPORTS (default: all)")
+    p.add_argument("--reports", default="reports", help="the folder of study folders (default: reports)")
+    p.add_argument("--scale", default="default", help="a [scales.NAME] of every study, e.g. 'paper'")
+    p.add_argument("--workers", type=_at_least_one, default=1, help="worker processes (default 1: serial timings)")
+    p.set_defaults(func=_cmd_regenerate)
 
     p = sub.add_parser("report", help="write an HTML and Markdown report of saved results")
     p.add_argument("results", help="a results folder written by `svibench run`")
     p.add_argument("-o", "--output", required=True, help="folder for index.html, summary.md and figures/")
+    p.add_argument("--study", help="take the claims, references, paper numbers and [report] from this study file "
+                                   "instead of the copy saved with the results")
     p.set_defaults(func=_cmd_report)
     p = sub.add_parser("check", help="run the conformance suite on an algorithm plugin")
     p.add_argument("target", metavar="PLUGIN", help="a plugin file, or a registry or entry-point name")

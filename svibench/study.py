@@ -30,14 +30,29 @@ A study is a TOML file (read with the standard library's ``tomllib``)::
     metric = "elbo"
     value = -1.0
 
+    claim = "table1"              # optional: the [[claim]] these numbers belong to
+
     [report]                      # see svibench.report.settings
     target = { metric = "elbo", relative = 0.001 }
+
+    [[claim]]                     # a checked statement of the paper; see svibench.report.claims
+    id = "table1"
+    source = "Table 1"
+    kind = "value"                # or "order": better beat worse by >= margin on a metric
+    tolerance = 0.05
+
+    [[reference]]                 # a problem's best known value f*, for the suboptimality figures
+    problem = "gmm/synthetic"
+    metric = "elbo"
+    value = -0.9
+    how = "VMP run to convergence"
 
 Validation of every section, ``[report]`` included, happens at load, before any
 work: every error names the key, what was expected and what was found, in one
 line.  One parser per section (``_parse_scales``, ``_parse_study_table``,
 ``_parse_budget``, ``_parse_problems``, ``_parse_algorithms``, ``_parse_paper``,
-``_parse_report``).
+``_parse_report``, ``_parse_claims`` for ``[[claim]]`` and ``[[reference]]``, see
+:mod:`svibench.report.claims`).
 """
 from __future__ import annotations
 
@@ -45,11 +60,13 @@ import hashlib
 import inspect
 import itertools
 import tomllib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .registry import AlgorithmEntry, Registry, RegistryError, get_registry
+from .report.claims import Claim, Reference, check_names, parse_claims, parse_references
 from .report.settings import ReportError, ReportSettings
 from .spec import Budget, Checkpoints, ProblemSpec, RunSpec, canonical_json
 
@@ -60,13 +77,15 @@ class StudyError(ValueError):
     """A study file that cannot be run; the message names the key and the fix."""
 
 
-TOP_KEYS = {"study", "budget", "problem", "algorithm", "scales", "paper", "report"}
+TOP_KEYS = {"study", "budget", "problem", "algorithm", "scales", "paper", "report", "claim", "reference"}
 STUDY_KEYS = {"name", "description", "seeds", "timeout"}
 BUDGET_KEYS = {"iterations", "epochs", "seconds", "checkpoints", "spacing", "at"}
 PROBLEM_KEYS = {"name", "model", "dataset", "model_params", "dataset_params"}
 ALGORITHM_KEYS = {"name", "label", "params"}
 SCALE_KEYS = {"seeds", "budget", "timeout", "model_params", "dataset_params", "algorithm_params"}
-PAPER_KEYS = {"problem", "algorithm", "metric", "value", "sd", "note"}
+PAPER_KEYS = {"problem", "algorithm", "metric", "value", "sd", "note", "claim"}
+#: A plotted metric gets a warning at load below this many checkpoints per run (too few to show convergence).
+MIN_CHECKPOINTS = 10
 
 
 @dataclass(frozen=True)
@@ -92,6 +111,8 @@ class Study:
     scale: str
     plugins: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict)
+    claims: list[Claim] = field(default_factory=list)
+    references: list[Reference] = field(default_factory=list)
 
     @property
     def hash(self) -> str:
@@ -222,7 +243,10 @@ def parse_study(
     paper = _parse_paper(raw.get("paper", []))
     metrics = {m for p in problems for m in registry.model(p.model).metrics}
     report = _parse_report(raw.get("report", {}), metrics)
-    return Study(name, description, runs, skipped, paper, report, source, scale, tuple(plugins), raw | {"_text": text})
+    claims, references = _parse_claims(raw, paper, problems, runs, metrics)
+    _warn_few_checkpoints(checkpoints, report, metrics)
+    return Study(name, description, runs, skipped, paper, report, source, scale, tuple(plugins), raw | {"_text": text},
+                 claims, references)
 
 
 def _parse_scales(scales: Any, scale: str, source: str) -> dict[str, Any]:
@@ -374,3 +398,24 @@ def _parse_report(table: Any, metrics: set[str]) -> dict[str, Any]:
     except ReportError as exc:
         raise StudyError(str(exc)) from None
     return table
+
+
+def _parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]], problems: list[ProblemSpec], runs: list[RunSpec],
+                  metrics: set[str]) -> tuple[list[Claim], list[Reference]]:
+    """``[[claim]]`` and ``[[reference]]``: shape, links to ``[[paper]]``, and every name they use exists."""
+    try:
+        claims = parse_claims(raw.get("claim", []), paper)
+        references = parse_references(raw.get("reference", []))
+        check_names(claims, references, [p.name for p in problems], sorted({r.label for r in runs}), metrics)
+    except ReportError as exc:
+        raise StudyError(str(exc)) from None
+    return claims, references
+
+
+def _warn_few_checkpoints(checkpoints: Checkpoints, report: dict[str, Any], metrics: set[str]) -> None:
+    """Warn when the plotted metrics get fewer than :data:`MIN_CHECKPOINTS` checkpoints per run."""
+    count = len(checkpoints.at) or checkpoints.count
+    if count < MIN_CHECKPOINTS:
+        plotted = ", ".join(sorted(report.get("plot", metrics)))
+        warnings.warn(f"[budget] checkpoints = {count}: the figures of {plotted} get fewer than {MIN_CHECKPOINTS} "
+                      "points per run, too few to show convergence; raise `checkpoints`", stacklevel=3)

@@ -116,7 +116,7 @@ def test_exit_status_is_1_when_a_run_failed_with_the_counts_in_the_last_line(tmp
     assert code == 1  # the failed run is kept, so the study still holds a failure
     failing = next(line for line in out.splitlines() if "test-failing" in line)
     assert failing.split()[-1] == "0/1" and "—" in failing
-    report = (tmp_path / "summary.md").read_text()
+    report = (tmp_path / "results" / "report" / "summary.md").read_text()  # beside the (ignored) results
     row = next(line for line in report.splitlines() if "test-failing" in line and "0/1" in line)
     assert row.count("—") == failing.count("—")
 

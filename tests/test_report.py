@@ -153,7 +153,10 @@ def test_report_names_every_problem_algorithm_and_metric(results, report):
     html, md = report.html.read_text(), report.markdown.read_text()
     for name in [*set(ds["problem"].values), *set(ds["label"].values), "elbo", "heldout_loglik"]:
         assert name in html and name in md, name
-    assert {p.name for p in report.figures} == {f"{m}-vs-{a}.png" for m in ("elbo", "heldout_loglik") for a in ("time", "epoch")}
+    # the objective (ELBO) as suboptimality, the task metric on its own axis, a final-value strip of each, the profile
+    assert {p.name for p in report.figures} == {
+        "subopt-elbo-vs-time.png", "subopt-elbo-vs-epoch.png", "heldout_loglik-vs-time.png",
+        "heldout_loglik-vs-epoch.png", "final-subopt-elbo.png", "final-heldout_loglik.png", "performance-profile.png"}
     for fig in report.figures:
         assert f"figures/{fig.name}" in md and fig.read_bytes().startswith(b"\x89PNG")
 
@@ -162,7 +165,7 @@ def test_html_parses_and_embeds_its_figures_without_external_files(report):
     page = _Page()
     page.feed(report.html.read_text())
     page.close()
-    assert len(page.images) == len(report.figures) == 4
+    assert len(page.images) == len(report.figures) == 7
     for src in page.images:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1]).startswith(b"\x89PNG")
@@ -171,8 +174,7 @@ def test_html_parses_and_embeds_its_figures_without_external_files(report):
 
 def test_final_metrics_match_numbers_computed_from_the_xarray_results(results, report):
     ds = open_results(results)
-    table = report.tables[0]
-    assert table.title == "Final metrics"
+    table = next(t for t in report.tables if t.title == "Final metrics")
     for (problem, label), rec in table.data.iterrows():
         runs = [r for r in range(ds.sizes["run"]) if ds["problem"].values[r] == problem and ds["label"].values[r] == label]
         ok = [r for r in runs if ds["status"].values[r] == "ok"]
@@ -292,7 +294,8 @@ def test_cli_report_and_run_write_the_report_and_no_report_turns_it_off(results,
         name = "vmp"
     """))
     assert main(["run", str(study), "--workers", "1", "-q"]) == 0
-    assert (study.parent / "index.html").exists() and (study.parent / "figures").is_dir()
+    # a user's run writes beside its (ignored) results, never over the committed report beside the study file
+    assert (study.parent / "results" / "report" / "index.html").exists() and not (study.parent / "index.html").exists()
     assert main(["run", str(study), "--workers", "1", "-q", "-o", str(tmp_path / "o"), "--no-report"]) == 0
     assert not (tmp_path / "o" / "report").exists()
     assert main(["run", str(study), "--workers", "1", "-q", "-o", str(tmp_path / "o2")]) == 0
@@ -351,3 +354,12 @@ def test_figure_limits_clip_a_transient_and_a_diverging_label_but_not_ordinary_c
     blown.loc[late, "value"] = 1e3 * blown.loc[late, "x"]  # c diverges late: it leaves the axes
     lo, hi = _ylim(blown)
     assert lo < 1.0 and 1.5 < hi < 10
+
+
+def test_the_first_section_answers_which_is_best_and_the_ledger_is_written(report):
+    html = report.html.read_text()
+    assert html.index("At a glance") < html.index("Ranking on final elbo") < html.index('id="figures"')
+    ranking = next(t for t in report.tables if t.title.startswith("Ranking on final elbo"))
+    assert set(ranking.data["label"]) <= {"SVI", "VMP", "Diverging"}  # ok runs only: the failing one never ranks
+    ledger = json.loads((report.folder / "claims.json").read_text())
+    assert ledger["study"] and ledger["claims"] == []

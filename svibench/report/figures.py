@@ -1,6 +1,9 @@
-"""Seaborn figures: every recorded metric against algorithm time and against epochs.
+"""Seaborn figures: metrics against algorithm time and epochs, final values, and the performance profile.
 
-One figure per (metric, axis), one panel per problem.  Each ok run is
+One figure per (metric, axis), one panel per problem (problems that differ
+only in a grid parameter, e.g. random splits, share a panel).  Objective
+metrics (ELBO-type) are drawn as suboptimality |f − f*| / |f*| on a log axis,
+so the final differences stay visible whatever the starting value.  Each ok run is
 interpolated (linearly, in log-x where the axis is logarithmic) onto a common
 grid of the problem's x range, never extended past its own first or last
 checkpoint, so the mean and the ± 1 sd band over seeds exist at every grid
@@ -19,11 +22,16 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-__all__ = ["ReportFigure", "palette", "resample", "metric_figures", "GRID_POINTS", "LOG_DECADES"]
+from .compare import pairs, performance_profile, pool_name
+
+__all__ = ["ReportFigure", "palette", "resample", "best_known", "suboptimality", "curve_figure", "final_figure",
+           "profile_figure", "GRID_POINTS", "LOG_DECADES", "FLOOR"]
 
 GRID_POINTS = 60
 LOG_DECADES = 2.0
 AXES = {"time": "algorithm time (s)", "epoch": "epochs"}
+#: Suboptimality drawn for f = f* when no run has a positive one.
+FLOOR = 1e-12
 
 
 @dataclass(frozen=True)
@@ -102,18 +110,22 @@ def _ylim(df: pd.DataFrame) -> tuple[float, float] | None:
     return None
 
 
-def _panel(ax, df: pd.DataFrame, log: bool, colours: dict, problem: str, metric: str, axis: str) -> None:
+def _panel(ax, df: pd.DataFrame, log: bool, colours: dict, problem: str, metric: str, axis: str,
+           subopt: bool = False) -> None:
     labels = [lb for lb in colours if lb in set(df["label"])]
-    sns.lineplot(data=df, x="x", y="value", hue="label", hue_order=labels, palette=colours, estimator="mean",
-                 errorbar="sd", ax=ax, legend=False)
+    sns.lineplot(data=df, x="x", y="value", hue="label", hue_order=labels, palette=colours,
+                 estimator="median" if subopt else "mean", errorbar=("pi", 100) if subopt else "sd", ax=ax, legend=False)
     if log:
         ax.set_xscale("log")
-    limits = _ylim(df)
-    if limits is not None:
-        ax.set_ylim(*limits)
+    if subopt:
+        ax.set_yscale("log")
+    else:
+        limits = _ylim(df)
+        if limits is not None:
+            ax.set_ylim(*limits)
     ax.set_title(problem, fontsize=10)
     ax.set_xlabel(AXES[axis])
-    ax.set_ylabel(metric)
+    ax.set_ylabel(f"|f − f*| / |f*| ({metric})" if subopt else metric)
     ax.grid(True, alpha=0.3)
 
 
@@ -129,42 +141,142 @@ def _compact_png(fig: Figure, dpi: int) -> io.BytesIO:
     return out
 
 
-def metric_figures(ds: xr.Dataset, metrics: list[str], colours: dict, *, dpi: int = 100) -> list[ReportFigure]:
-    """Figures of ``metrics`` of ``ds`` (ok runs) against time and epochs, one panel per problem."""
-    problems = sorted(set(map(str, ds["problem"].values)))
-    figures = []
-    for metric in metrics:
-        for axis in AXES:
-            panels = []
-            for problem in problems:
-                sub = ds.isel(run=np.flatnonzero(ds["problem"].values == problem))
-                df, log = resample(sub, metric, axis)
-                if not df.empty:
-                    panels.append((problem, df, log))
-            if not panels:
-                continue
-            ncols = min(3, len(panels))
-            nrows = -(-len(panels) // ncols)
-            fig = Figure(figsize=(4.0 * ncols + 2.0, 3.2 * nrows), layout="constrained")
-            axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
-            used = set()
-            for ax, (problem, df, log) in zip(axes, panels):
-                _panel(ax, df, log, colours, problem, metric, axis)
-                used |= set(df["label"])
-            for ax in axes[len(panels):]:
-                ax.set_visible(False)
-            handles = [Line2D([], [], color=colours[lb], linewidth=2) for lb in colours if lb in used]
-            fig.legend(handles, [lb for lb in colours if lb in used], loc="outside right upper", frameon=False)
-            buf = _compact_png(fig, dpi)
-            figures.append(ReportFigure(
-                f"{_slug(metric)}-vs-{axis}",
-                f"{metric} against {AXES[axis]}",
-                f"Mean over seeds (line) ± 1 sd (band) of ok runs, interpolated onto a common "
-                f"{'log-spaced ' if any(p[2] for p in panels) else ''}grid of {GRID_POINTS} points per problem; "
-                "a run is not extended past its last checkpoint.",
-                buf.getvalue(),
-            ))
-    return figures
+def best_known(ds: xr.Dataset, metric: str, lower: bool, references: dict[str, float]) -> dict[tuple[str, int], tuple[float, str]]:
+    """f* per instance (problem, seed): the ``[[reference]]`` value of the problem (a problem's base name also
+    covers its grid points), else the best value any ok run of the instance reached at any checkpoint (a seed
+    may change the data, so one seed's best is no target for another's); with where it came from."""
+    out = {}
+    problems, seeds = ds["problem"].values.astype(str), ds["seed"].values
+    for problem, seed in sorted(set(zip(problems, seeds.tolist()))):
+        ref = references.get(problem, references.get(pool_name(problem)))
+        if ref is not None:
+            out[(problem, seed)] = (float(ref), "reference")
+            continue
+        values = ds[metric].values[(problems == problem) & (seeds == seed)]
+        values = values[np.isfinite(values)]
+        if values.size:
+            out[(problem, seed)] = (float(values.min() if lower else values.max()), "best over the instance's runs")
+    return out
+
+
+def suboptimality(ds: xr.Dataset, metric: str, fstar: dict[tuple[str, int], tuple[float, str]]) -> xr.Dataset:
+    """``ds`` with ``metric`` replaced by |f − f*| / |f*| per run; zeros (the run that defines f*) are drawn at a
+    tenth of the smallest positive value, so a log axis keeps them without stretching to 0."""
+    out = ds.copy()
+    values = ds[metric].values.copy()
+    for r, key in enumerate(zip(ds["problem"].values.astype(str), ds["seed"].values.tolist())):
+        star = fstar.get(key, (np.nan, ""))[0]
+        values[r] = np.abs(values[r] - star) / max(abs(star), 1e-300)
+    positive = values[np.isfinite(values) & (values > 0)]
+    floor = 0.1 * float(positive.min()) if positive.size else FLOOR
+    out[metric] = (ds[metric].dims, np.where(values > floor, values, np.where(np.isfinite(values), floor, np.nan)))
+    return out
+
+
+def _pools(ds: xr.Dataset, split_panels: bool) -> list[tuple[str, xr.Dataset]]:
+    names = np.array([pool_name(str(p), split_panels) for p in ds["problem"].values])
+    return [(pool, ds.isel(run=np.flatnonzero(names == pool))) for pool in sorted(set(names))]
+
+
+def _grid_figure(n: int) -> tuple[Figure, np.ndarray]:
+    ncols = min(3, n)
+    nrows = -(-n // ncols)
+    fig = Figure(figsize=(4.0 * ncols + 2.0, 3.2 * nrows), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes
+
+
+def _legend(fig: Figure, colours: dict, used: set[str]) -> None:
+    handles = [Line2D([], [], color=colours[lb], linewidth=2, marker="o") for lb in colours if lb in used]
+    fig.legend(handles, [lb for lb in colours if lb in used], loc="outside right upper", frameon=False)
+
+
+def curve_figure(ds: xr.Dataset, metric: str, axis: str, colours: dict, *, dpi: int = 100, split_panels: bool = False,
+                 fstar: dict[tuple[str, int], tuple[float, str]] | None = None) -> ReportFigure | None:
+    """``metric`` of ``ds`` (ok runs) against ``axis``, one panel per pooled problem.
+
+    With ``fstar`` the curve is the suboptimality |f − f*| / |f*| on a log axis
+    (median over splits × seeds, band: their range); without, the metric itself
+    (mean, band: ± 1 sd) on an axis fitted to the converging part.
+    """
+    data = suboptimality(ds, metric, fstar) if fstar is not None else ds
+    panels = [(pool, *resample(sub, metric, axis)) for pool, sub in _pools(data, split_panels)]
+    panels = [p for p in panels if not p[1].empty]
+    if not panels:
+        return None
+    fig, axes = _grid_figure(len(panels))
+    used = set()
+    for ax, (pool, df, log) in zip(axes, panels):
+        _panel(ax, df, log, colours, pool, metric, axis, subopt=fstar is not None)
+        used |= set(df["label"])
+    _legend(fig, colours, used)
+    sources = sorted({how for _, how in (fstar or {}).values()})
+    what = (f"Suboptimality |f − f*| / |f*| of {metric} (log scale; f*: {' / '.join(sources)}): median over "
+            "splits × seeds (line) and their range (band)" if fstar is not None
+            else f"{metric}: mean over splits × seeds (line) ± 1 sd (band)")
+    return ReportFigure(
+        f"{'subopt-' if fstar is not None else ''}{_slug(metric)}-vs-{axis}",
+        f"{'Suboptimality of ' if fstar is not None else ''}{metric} against {AXES[axis]}",
+        f"{what} of ok runs, interpolated onto a common {'log-spaced ' if any(p[2] for p in panels) else ''}grid of "
+        f"{GRID_POINTS} points; a run is not extended past its last checkpoint.",
+        _compact_png(fig, dpi).getvalue(),
+    )
+
+
+def final_figure(ds: xr.Dataset, metric: str, colours: dict, *, dpi: int = 100, split_panels: bool = False,
+                 fstar: dict[tuple[str, int], tuple[float, str]] | None = None) -> ReportFigure | None:
+    """Strip plot of every ok run's final ``metric`` (suboptimality with ``fstar``), one panel per pooled problem."""
+    data = suboptimality(ds, metric, fstar) if fstar is not None else ds
+    frames = []
+    for pool, sub in _pools(data, split_panels):
+        finals = pairs(sub, metric, split_panels).dropna(subset=["value"])
+        frames.append(finals.assign(pool=pool))
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if df.empty:
+        return None
+    pools = sorted(df["pool"].unique())
+    fig, axes = _grid_figure(len(pools))
+    labels = [lb for lb in colours if lb in set(df["label"])]
+    for ax, pool in zip(axes, pools):
+        sub = df[df["pool"] == pool]
+        order = [lb for lb in labels if lb in set(sub["label"])]
+        sns.stripplot(data=sub, x="value", y="label", hue="label", order=order, hue_order=order, palette=colours,
+                      ax=ax, legend=False, size=6, jitter=0.15, alpha=0.8)
+        if fstar is not None:
+            ax.set_xscale("log")
+        ax.set_title(pool, fontsize=10)
+        ax.set_xlabel(f"|f − f*| / |f*| of {metric}" if fstar is not None else f"final {metric}")
+        ax.set_ylabel("")
+        ax.grid(True, axis="x", alpha=0.3)
+    return ReportFigure(
+        f"final-{'subopt-' if fstar is not None else ''}{_slug(metric)}",
+        f"Final {'suboptimality of ' if fstar is not None else ''}{metric}, every run",
+        "One dot per ok run (seed × split) at its last checkpoint.",
+        _compact_png(fig, dpi).getvalue(),
+    )
+
+
+def profile_figure(ratios: pd.DataFrame, colours: dict, target: str, *, dpi: int = 100) -> ReportFigure:
+    """Performance profile: ρ_a(τ) against τ (log x), one step curve per algorithm (Dolan & Moré 2002)."""
+    fig = Figure(figsize=(7.5, 3.6), layout="constrained")
+    ax = fig.subplots()
+    finite = ratios.to_numpy()[np.isfinite(ratios.to_numpy())]
+    taus = np.geomspace(1.0, max(2.0, 1.5 * float(finite.max()) if finite.size else 2.0), 400)
+    for label in ratios.columns:
+        rho = performance_profile(ratios[[label]], tuple(taus)).loc[label, list(taus)].to_numpy(dtype=float)
+        ax.step(taus, rho, where="post", color=colours.get(label), label=label, linewidth=2)
+    ax.set_xscale("log")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("τ (time / fastest time on the instance)")
+    ax.set_ylabel("fraction of instances")
+    ax.grid(True, alpha=0.3)
+    fig.legend(loc="outside right upper", frameon=False)
+    return ReportFigure("performance-profile", f"Performance profile: time to the {target} target",
+                        "Fraction of instances (problem × seed) on which an algorithm reaches the target within τ × "
+                        "the fastest algorithm's time on that instance (Dolan & Moré 2002); right end: the fraction "
+                        "it reaches at all.", _compact_png(fig, dpi).getvalue())
 
 
 def _slug(name: str) -> str:

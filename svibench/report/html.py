@@ -6,11 +6,15 @@ from html import escape
 
 from .figures import ReportFigure
 from .header import Header
-from .tables import Table
+from .tables import Prose, Table
 
 __all__ = ["render_html", "Section"]
 
-Section = tuple[str, list[Table | ReportFigure]]
+Section = tuple[str, list[Table | Prose | ReportFigure]]
+
+#: Background colour of each claim verdict.
+VERDICT_CLASS = {"reproduced": "v-yes", "partly": "v-part", "not reproduced": "v-no", "not comparable": "v-nc",
+                 "not run": "v-nr"}
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2rem auto; max-width: 1400px;
@@ -29,6 +33,10 @@ table.facts td:first-child { font-weight: 600; white-space: nowrap; }
 figure { margin: 1rem 0; max-width: 100%; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { color: #555; font-size: .85rem; max-width: 600px; }
 nav a { margin-right: 1rem; }
+.v-yes { background: #d7f2d7 !important; } .v-part { background: #fff1c2 !important; }
+.v-no { background: #f8d4d4 !important; } .v-nc { background: #e4e4f4 !important; } .v-nr { background: #eee !important; }
+.run-line { color: #555; margin: .1rem 0 .8rem; font-size: .9rem; }
+.prose h3 { margin-top: 1.2rem; } .prose p { max-width: 60rem; white-space: pre-line; font-size: .92rem; }
 """
 
 
@@ -41,7 +49,7 @@ def _table(table: Table, heading: bool) -> str:
             text = escape(cell)
             if (i, j) in table.bold:
                 text = f"<strong>{text}</strong>"
-            cls = ' class="num"' if j in numeric else ""
+            cls = f' class="{VERDICT_CLASS[cell]}"' if cell in VERDICT_CLASS else (' class="num"' if j in numeric else "")
             cells.append(f"<td{cls}>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     note = f'<p class="note">{escape(table.note)}</p>' if table.note else ""
@@ -61,24 +69,38 @@ def _anchor(title: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in title.lower())
 
 
+def _prose(prose: Prose) -> str:
+    parts = []
+    for heading, paragraphs in prose.items:
+        parts.append(f"<h3>{escape(heading)}</h3>" + "".join(f"<p>{escape(p)}</p>" for p in paragraphs))
+    return '<div class="prose">' + "\n".join(parts) + "</div>"
+
+
+def _section(title: str, items: list) -> list[str]:
+    parts = [f'<h2 id="{_anchor(title)}">{escape(title)}</h2>']
+    for item in items:
+        if isinstance(item, Table):
+            parts.append(_table(item, item.title != title))
+        elif isinstance(item, Prose):
+            parts.append(_prose(item))
+    shown = [item for item in items if isinstance(item, ReportFigure)]
+    common = len({fig.caption for fig in shown}) == 1 and len(shown) > 1
+    if shown and common:
+        parts.append(f'<p class="note">{escape(shown[0].caption)}</p>')
+    if shown:
+        parts.append('<div class="figures">' + "\n".join(_figure(item, not common) for item in shown) + "</div>")
+    return parts
+
+
 def render_html(header: Header, sections: list[Section]) -> str:
-    """The whole page as a string."""
+    """The whole page as a string: title, one line on the run, the sections, then the full header facts."""
     facts = "\n".join(f"<tr><td>{escape(k)}</td><td>{escape(v)}</td></tr>" for k, v in header.facts)
     caveats = "\n".join(f'<p class="caveat">{escape(c)}</p>' for c in header.caveats)
-    nav = " ".join(f'<a href="#{_anchor(t)}">{escape(t)}</a>' for t, _ in sections)
-    parts = []
-    for title, items in sections:
-        parts.append(f'<h2 id="{_anchor(title)}">{escape(title)}</h2>')
-        tables = [_table(item, item.title != title) for item in items if isinstance(item, Table)]
-        shown = [item for item in items if not isinstance(item, Table)]
-        common = len({fig.caption for fig in shown}) == 1
-        if shown and common:
-            tables.append(f'<p class="note">{escape(shown[0].caption)}</p>')
-        figures = [_figure(item, not common) for item in shown]
-        parts.extend(tables)
-        if figures:
-            parts.append('<div class="figures">' + "\n".join(figures) + "</div>")
+    nav = " ".join(f'<a href="#{_anchor(t)}">{escape(t)}</a>' for t, _ in sections) + ' <a href="#about">About this run</a>'
+    parts = [part for title, items in sections for part in _section(title, items)]
     description = f'<p class="description">{escape(header.description)}</p>' if header.description else ""
+    facts_by_name = dict(header.facts)
+    run_line = " · ".join(facts_by_name[k] for k in ("study", "svibench", "results written") if k in facts_by_name)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -90,12 +112,14 @@ def render_html(header: Header, sections: list[Section]) -> str:
 <body>
 <h1>{escape(header.title)}</h1>
 {description}
+<p class="run-line">{escape(run_line)}</p>
+<nav>{nav}</nav>
+{chr(10).join(parts)}
+<h2 id="about">About this run</h2>
 <table class="facts">
 {facts}
 </table>
 {caveats}
-<nav>{nav}</nav>
-{chr(10).join(parts)}
 </body>
 </html>
 """

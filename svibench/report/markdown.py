@@ -4,7 +4,7 @@ from __future__ import annotations
 from .figures import ReportFigure
 from .header import Header
 from .html import Section
-from .tables import Table
+from .tables import Prose, Table
 
 __all__ = ["render_markdown"]
 
@@ -38,14 +38,23 @@ def render_markdown(header: Header, sections: list[Section], figures_dir: str = 
     lines = [f"# {header.title}", ""]
     if header.description:
         lines += [header.description, ""]
-    lines += ["| | |", "| --- | --- |"] + [f"| **{_cell(k)}** | {_cell(v)} |" for k, v in header.facts] + [""]
-    lines += [f"> {_cell(c)}" + "\n" for c in header.caveats]
+    facts = dict(header.facts)
+    lines += [" · ".join(facts[k] for k in ("study", "svibench", "results written") if k in facts), ""]
     for title, items in sections:
         lines += [f"## {title}", ""]
-        captions = {item.caption for item in items if not isinstance(item, Table)}
-        if len(captions) == 1:
-            lines += [f"_{captions.pop()}_", ""]
+        shown = [item for item in items if isinstance(item, ReportFigure)]
+        common = len({fig.caption for fig in shown}) == 1 and len(shown) > 1
+        if common:
+            lines += [f"_{shown[0].caption}_", ""]
         for item in items:
-            lines += (_table(item, item.title != title) if isinstance(item, Table)
-                      else _figure(item, figures_dir, caption=not captions))
+            if isinstance(item, Table):
+                lines += _table(item, item.title != title)
+            elif isinstance(item, Prose):
+                for heading, paragraphs in item.items:
+                    lines += [f"### {heading}", ""] + [line for p in paragraphs for line in (p, "")]
+            else:
+                lines += _figure(item, figures_dir, caption=not common)
+    lines += ["## About this run", "", "| | |", "| --- | --- |"]
+    lines += [f"| **{_cell(k)}** | {_cell(v)} |" for k, v in header.facts] + [""]
+    lines += [f"> {_cell(c)}" + "\n" for c in header.caveats]
     return "\n".join(lines).rstrip() + "\n"

@@ -8,6 +8,9 @@ Example (in a study file)::
     # or target = { metric = "psnr", value = 30.0 }     # a fixed threshold
     lower_is_better = ["posterior_kl"]                  # overrides the naming convention
     higher_is_better = ["my_score"]
+    suboptimality = ["neg_elbo"]    # objective metrics drawn as |f - f*| / |f*| (default: ELBO-type ones)
+    split_panels = false            # true: one panel per grid point (e.g. random split) instead of pooling
+    converged_tolerance = 1e-3      # relative change over the last 10% of checkpoints that marks a run unconverged
 
 Direction of a metric, when the table does not name it: lower is better for
 names that start with ``neg_`` or ``nll``, contain ``loss`` or ``error``
@@ -24,7 +27,11 @@ from ..results import ResultsError
 
 __all__ = ["ReportSettings", "Target", "ReportError", "lower_is_better_by_name"]
 
-KNOWN_KEYS = ("target", "lower_is_better", "higher_is_better", "plot")
+KNOWN_KEYS = ("target", "lower_is_better", "higher_is_better", "plot", "suboptimality", "split_panels",
+              "converged_tolerance")
+#: Default ``converged_tolerance``: a run whose metric moved more than this (relative) over its last 10% of
+#: checkpoints is marked unconverged.
+CONVERGED_TOLERANCE = 1e-3
 LOWER_PREFIXES = ("neg_", "nll")
 LOWER_PARTS = ("loss", "error")
 LOWER_SUFFIXES = ("mse", "rmse", "mae", "kl", "nlpd")
@@ -73,6 +80,9 @@ class ReportSettings:
     higher: frozenset[str] = frozenset()
     ignored: tuple[str, ...] = field(default=())
     plot: tuple[str, ...] = ()
+    suboptimality: tuple[str, ...] | None = None
+    split_panels: bool = False
+    converged_tolerance: float = CONVERGED_TOLERANCE
 
     @classmethod
     def parse(cls, table: dict[str, Any] | None) -> "ReportSettings":
@@ -94,8 +104,18 @@ class ReportSettings:
         plot = table.get("plot", [])
         if not isinstance(plot, list) or not all(isinstance(v, str) for v in plot):
             raise ReportError(f"[report] plot: expected a list of metric names to draw, got {plot!r}")
+        subopt = table.get("suboptimality")
+        if subopt is not None and (not isinstance(subopt, list) or not all(isinstance(v, str) for v in subopt)):
+            raise ReportError(f"[report] suboptimality: expected a list of objective metric names, got {subopt!r}")
+        split = table.get("split_panels", False)
+        if not isinstance(split, bool):
+            raise ReportError(f"[report] split_panels: expected true or false, got {split!r}")
+        tol = table.get("converged_tolerance", CONVERGED_TOLERANCE)
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or tol <= 0:
+            raise ReportError(f"[report] converged_tolerance: expected a positive number, got {tol!r}")
         ignored = tuple(sorted(set(table) - set(KNOWN_KEYS)))
-        return cls(tuple(targets), lists["lower_is_better"], lists["higher_is_better"], ignored, tuple(plot))
+        return cls(tuple(targets), lists["lower_is_better"], lists["higher_is_better"], ignored, tuple(plot),
+                   None if subopt is None else tuple(subopt), split, float(tol))
 
     @classmethod
     def check(cls, table: dict[str, Any], metrics: set[str]) -> "ReportSettings":
@@ -111,7 +131,8 @@ class ReportSettings:
         if settings.ignored:
             raise ReportError(f"[report]: unknown key {settings.ignored[0]!r}; valid keys: {', '.join(KNOWN_KEYS)}")
         named = [(f"target #{i + 1} metric", t.metric) for i, t in enumerate(settings.targets)] + [
-            (key, metric) for key in ("lower_is_better", "higher_is_better", "plot") for metric in table.get(key, [])]
+            (key, metric) for key in ("lower_is_better", "higher_is_better", "plot", "suboptimality")
+            for metric in table.get(key, [])]
         for where, metric in named:
             if metric not in metrics:
                 raise ReportError(f"[report] {where}: no model of the study reports {metric!r}; "
@@ -119,8 +140,15 @@ class ReportSettings:
         return settings
 
     def plotted(self, metrics: list[str]) -> list[str]:
-        """The metrics to draw figures of: ``[report] plot`` if given (tables keep every metric)."""
-        return [m for m in metrics if m in self.plot] if self.plot else metrics
+        """The metrics to draw figures of, in order: ``[report] plot`` if given (tables keep every metric)."""
+        return [m for m in self.plot if m in metrics] if self.plot else metrics
+
+    def objectives(self, metrics: list[str], references: list[str]) -> list[str]:
+        """Metrics drawn as suboptimality: ``[report] suboptimality``, or every ELBO-type metric and every
+        metric a ``[[reference]]`` gives a best known value of."""
+        if self.suboptimality is not None:
+            return [m for m in metrics if m in self.suboptimality]
+        return [m for m in metrics if "elbo" in m or m in references]
 
     def lower_is_better(self, metric: str) -> bool:
         """Whether smaller values of ``metric`` are better (explicit lists first, then names)."""

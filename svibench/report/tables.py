@@ -14,9 +14,11 @@ import xarray as xr
 
 from ..summary import final_table, final_values, metric_names
 from .fmt import DASH, mean_sd, number
+from .claims import matches
+from .compare import unconverged
 from .settings import ReportSettings, Target
 
-__all__ = ["Table", "final_metrics", "time_to_target", "paper_comparison", "runs_not_ok", "skipped_pairs",
+__all__ = ["Table", "Prose", "final_metrics", "time_to_target", "paper_comparison", "runs_not_ok", "skipped_pairs",
            "recorded_metrics", "ok_runs"]
 
 
@@ -112,16 +114,13 @@ def _first_reach(values: np.ndarray, threshold: float, lower: bool) -> int | Non
     return int(idx[0]) if idx.size else None
 
 
-def time_to_target(ds: xr.Dataset, settings: ReportSettings, target: Target) -> Table | None:
-    """Algorithm time and epochs at the first checkpoint that reaches ``target``, per (problem, algorithm).
+def reach_records(ds: xr.Dataset, settings: ReportSettings, target: Target) -> pd.DataFrame:
+    """One row per run: problem, label, seed, threshold, reached, and the time and epoch it first reached ``target``.
 
     The reference is the best final value over the problem's ok runs; a run
     reaches the target at the first checkpoint whose value is at least the
-    threshold (at most, for lower-is-better metrics).  Mean ± sd over the seeds
-    that reached it; every seed of the group counts in the denominator.
+    threshold (at most, for lower-is-better metrics).
     """
-    if target.metric not in ds:
-        return None
     lower = settings.lower_is_better(target.metric)
     finals = final_values(ds)
     ok_finals = finals[finals["status"] == "ok"]
@@ -141,9 +140,21 @@ def time_to_target(ds: xr.Dataset, settings: ReportSettings, target: Target) -> 
                 "time": float(ds["time"].values[r, k]) if k is not None else np.nan,
                 "epoch": float(ds["epoch"].values[r, k]) if k is not None else np.nan,
             })
-    if not records:
+    return pd.DataFrame(records, columns=["problem", "label", "seed", "threshold", "reached", "time", "epoch"])
+
+
+def time_to_target(ds: xr.Dataset, settings: ReportSettings, target: Target) -> Table | None:
+    """Algorithm time and epochs at the first checkpoint that reaches ``target``, per (problem, algorithm).
+
+    Mean ± sd over the seeds that reached it (:func:`reach_records`); every seed of the group counts in the
+    denominator.
+    """
+    if target.metric not in ds:
         return None
-    per_run = pd.DataFrame(records)
+    lower = settings.lower_is_better(target.metric)
+    per_run = reach_records(ds, settings, target)
+    if per_run.empty:
+        return None
     grouped = per_run.groupby(["problem", "label"], sort=True)
     data = pd.DataFrame({
         "threshold": grouped["threshold"].first(),
@@ -170,48 +181,57 @@ def time_to_target(ds: xr.Dataset, settings: ReportSettings, target: Target) -> 
     )
 
 
-def _label_matches(label: str, wanted: str) -> bool:
-    return label == wanted or label.split(" (", 1)[0] == wanted
-
-
-def paper_comparison(ds: xr.Dataset, paper: list[dict[str, Any]]) -> Table | None:
-    """Published numbers next to this run's final values (ok runs, mean ± sd over seeds)."""
+def paper_comparison(ds: xr.Dataset, paper: list[dict[str, Any]], verdicts: dict[str, str] | None = None,
+                     tolerance: float = 1e-3) -> Table | None:
+    """Published numbers next to this run's final values (ok runs, mean ± sd over seeds), each with the
+    verdict of the claim it belongs to; † marks values of runs still improving at the end of their budget."""
     if not paper:
         return None
+    verdicts = verdicts or {}
     ok = final_values(ds)
     ok = ok[ok["status"] == "ok"]
-    rows, records = [], []
+    rows, records, flagged = [], [], 0
+    flags = {m: unconverged(ds, m, tolerance) for m in {row["metric"] for row in paper}}
     for row in paper:
         problem, wanted, metric = row["problem"], row["algorithm"], row["metric"]
         published = float(row["value"])
         paper_text = mean_sd(published, float(row.get("sd", np.nan)))
+        claim = f"{row['claim']}: {verdicts.get(row['claim'], DASH)}" if row.get("claim") else ""
         # "logreg/australian" also matches the grid problems "logreg/australian (split=0)", ... (pooled)
-        at = ok["problem"].map(lambda p: _label_matches(p, problem))
-        labels = sorted(lb for lb in ok.loc[at, "label"].unique() if _label_matches(lb, wanted))
+        at = ok["problem"].map(lambda p: matches(p, problem))
+        labels = sorted(lb for lb in ok.loc[at, "label"].unique() if matches(lb, wanted))
         if not labels or metric not in ok:
             why = "metric not recorded" if labels else "not in these results"
-            rows.append([problem, wanted, metric, paper_text, why, DASH, DASH, str(row.get("note", ""))])
+            rows.append([problem, wanted, metric, paper_text, why, DASH, DASH, claim, str(row.get("note", ""))])
             records.append({"problem": problem, "algorithm": wanted, "label": "", "metric": metric,
                             "paper": published, "mean": np.nan, "std": np.nan, "difference": np.nan})
             continue
         for label in labels:
             values = ok.loc[at & (ok["label"] == label), metric]
+            still = int(flags[metric][values.index].sum()) if metric in ok else 0
+            flagged += still
             mean, sd = float(values.mean()), float(values.std())
             low, high = float(values.min()), float(values.max())
             diff = mean - published
             rel = f"{100 * diff / abs(published):+.2g}%" if published != 0 and np.isfinite(diff) else DASH
             spread = f"; range {low:.4g} to {high:.4g}" if values.notna().sum() > 1 else ""
-            rows.append([problem, label, metric, paper_text, f"{mean_sd(mean, sd)} (n={values.notna().sum()}{spread})",
-                         number(diff, 3) if not np.isfinite(diff) else f"{diff:+.3g}", rel, str(row.get("note", ""))])
+            mark = f" † {still}/{len(values)}" if still else ""
+            rows.append([problem, label, metric, paper_text, f"{mean_sd(mean, sd)} (n={values.notna().sum()}{spread}){mark}",
+                         number(diff, 3) if not np.isfinite(diff) else f"{diff:+.3g}", rel, claim, str(row.get("note", ""))])
             records.append({"problem": problem, "algorithm": wanted, "label": label, "metric": metric,
-                            "paper": published, "mean": mean, "std": sd, "min": low, "max": high, "difference": diff})
+                            "paper": published, "mean": mean, "std": sd, "min": low, "max": high, "difference": diff,
+                            "unconverged": still})
     return Table(
         "Paper vs this run",
-        ["problem", "algorithm", "metric", "paper", "this run", "difference", "relative", "note"],
+        ["problem", "algorithm", "metric", "paper", "this run", "difference", "relative", "claim: verdict", "note"],
         rows,
         "This run: final value, mean ± sd over ok seeds (n) and its range; a paper problem pools our problems "
         "that differ only in a grid parameter (e.g. random splits). Difference = this run − paper. "
-        "Scales may differ from the paper's: read the study's scale in the header.",
+        "Scales may differ from the paper's: read the study's scale in the header; the claim's verdict says "
+        "whether the comparison is meaningful."
+        + (f" † k/n: k of the n runs were unconverged, still moving by more than {tolerance:g} (relative) over "
+           "their last 10% of checkpoints: the budget ended before they did, so their difference is not final."
+           if flagged else ""),
         data=pd.DataFrame(records),
     )
 
@@ -247,3 +267,11 @@ def skipped_pairs(manifest: dict[str, Any]) -> Table | None:
     rows = [[s.get("problem", ""), s.get("algorithm", ""), s.get("reason", "")] for s in skipped]
     return Table("Skipped pairs", ["problem", "algorithm", "reason"], rows,
                  "Pairs the registry marks incompatible: not run, by design.", data=pd.DataFrame(skipped))
+
+
+@dataclass
+class Prose:
+    """Paragraphs under headings: a claim's note and its evidence, rendered as text rather than a table."""
+
+    title: str
+    items: list[tuple[str, list[str]]] = field(default_factory=list)

@@ -1,0 +1,81 @@
+"""Rebuild the committed reports at HEAD: run every study from scratch, then write the reports and the index.
+
+The tree must be clean (no uncommitted change to a tracked file), so every
+result records the commit without ``-dirty``.  All studies run before any
+report is written: a written report is a change to a tracked file, and the
+runs after it would record a dirty tree.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from .executors import run_local
+from .study import Study, StudyError, load_study
+from .sweep import run_study
+
+__all__ = ["regenerate", "dirty_files", "RESULTS_DIR"]
+
+#: Where regenerate runs the studies (ignored by git; a user's own `results/` is left alone).
+RESULTS_DIR = "results-regenerate"
+
+
+def dirty_files(folder: Path) -> list[str]:
+    """Tracked files with uncommitted changes in the git work tree holding ``folder``."""
+    out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=folder, capture_output=True,
+                         text=True, timeout=30)
+    if out.returncode != 0:
+        raise StudyError(f"{folder} is not in a git work tree (git status: {out.stderr.strip()})")
+    return [line[3:] for line in out.stdout.splitlines() if line.strip()]
+
+
+@dataclass
+class Regenerated:
+    """A study whose report was rebuilt, and how long its runs took (wall-clock seconds)."""
+
+    study: str
+    runs: int
+    seconds: float
+    statuses: dict[str, str]
+
+
+def _studies(reports: Path, names: list[str], scale: str) -> list[Study]:
+    files = sorted(reports.glob("*/study.toml"))
+    known = {f.parent.name: f for f in files}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise StudyError(f"no study {unknown[0]!r} under {reports}; studies: {', '.join(known)}")
+    return [load_study(known[n], scale=scale) for n in (names or list(known))]
+
+
+def regenerate(reports: str | Path = "reports", names: list[str] | None = None, *, scale: str = "default",
+               workers: int = 1, allow_dirty: bool = False, log=print) -> list[Regenerated]:
+    """Run the studies (all under ``reports``, or ``names``) into ``<study>/results-regenerate`` afresh, then write each
+    report beside its study file and the index ``reports/index.html`` / ``README.md``."""
+    from .report import write_report
+    from .report.index import write_index
+
+    reports = Path(reports).resolve()
+    dirty = dirty_files(reports)
+    if dirty and not allow_dirty:
+        raise StudyError(f"the work tree has uncommitted changes ({', '.join(dirty[:3])}{', …' if len(dirty) > 3 else ''}); "
+                         "commit or stash them: committed reports must be built at a clean HEAD")
+    studies = _studies(reports, list(names or []), scale)  # every study checked before any run
+    done = []
+    for study in studies:
+        out = Path(study.source).parent / RESULTS_DIR
+        shutil.rmtree(out, ignore_errors=True)
+        start = time.perf_counter()
+        result = run_study(study, out, partial(run_local, workers=workers), progress=False,
+                           execution={"executor": "local", "parallel_workers": workers if len(study.runs) > 1 else 1})
+        done.append(Regenerated(study.name, len(study.runs), time.perf_counter() - start, result.statuses))
+        log(f"{study.name}: {len(study.runs)} runs in {done[-1].seconds:.0f} s")
+    for study in studies:
+        write_report(Path(study.source).parent / RESULTS_DIR, Path(study.source).parent)
+    html, _ = write_index(reports)
+    log(f"index: {html}")
+    return done
