@@ -93,7 +93,7 @@ class PoissonGammaMF(Model):
         if n_factors < 1 or min(w_shape, w_rate, z_shape, z_rate) <= 0 or eval_samples < 1:
             raise ValueError("pmf: need n_factors ≥ 1, positive prior parameters and eval_samples ≥ 1")
         observed = X[mask > 0]
-        if not np.all(np.isfinite(observed)) or np.any(observed < 0) or np.any(observed != np.round(observed)):
+        if np.any(observed < 0) or np.any(observed != np.round(observed)):
             raise IncompatibleData(f"pmf: the observed entries of {data.name!r} must be non-negative integer counts "
                                    f"(found e.g. {observed[(observed < 0) | (observed != np.round(observed))][:1]}); "
                                    "round or quantise the data first")
