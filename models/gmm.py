@@ -3,7 +3,10 @@
 π ~ Dir(α₀ 1_K); for each component k and dimension d, (μ_kd, τ_kd) ~ NormalGamma(m₀, κ₀, a₀, b₀);
 zᵢ ~ Cat(π); x_id | zᵢ = k ~ N(μ_kd, 1/τ_kd).  Globals π and (μ, τ), locals zᵢ.
 Every complete conditional is conjugate, so the ELBO is exact and batch VMP
-and SVI apply (Hoffman et al. 2013, §2–3; Bishop 2006, §10.2).
+and SVI apply (Hoffman et al. 2013, §2–3; Bishop 2006, §10.2).  The log joint
+of (π, μ, τ) with the assignments summed out, Σᵢ log Σ_k π_k N(xᵢ | μ_k, 1/τ_k),
+serves score-function BBVI, whose family is the same conjugate one
+(``models.mixture_family``), so its q is scored by the same exact ELBO.
 """
 from __future__ import annotations
 
@@ -18,6 +21,8 @@ from svibench.data import Dataset
 from svibench.expfam import LOG_2PI, DirichletNatural
 from svibench.expfam.normal_gamma import NormalGammaNatural
 from svibench.model import Model
+
+from .mixture_family import MixtureFamily, split_draws
 
 __all__ = ["GaussianMixture", "MixtureMoments"]
 
@@ -71,6 +76,7 @@ class GaussianMixture(Model):
     posterior_types = (ConjugatePosterior,)
     local_kinds: ClassVar[tuple[str, ...]] = ("mf", "gibbs")
     init_methods: ClassVar[tuple[str, ...]] = ("random",)
+    family_kinds: ClassVar[tuple[str, ...]] = ("conjugate",)
 
     def __init__(self, data: Dataset, *, components: int = 5, alpha0: float = 1.0, m0: float = 0.0,
                  kappa0: float = 0.01, a0: float = 1.0, b0: float = 1.0) -> None:
@@ -135,6 +141,27 @@ class GaussianMixture(Model):
             "theta": NormalGammaNatural(r.T @ x, -0.5 * nk[:, None] * np.ones_like(x[:1]), -0.5 * r.T @ x**2,
                                         0.5 * nk[:, None] * np.ones_like(x[:1])),
         }
+
+    # -- capability: log joint, assignments summed out (score-function BBVI)
+    def variational_family(self, kind: str = "conjugate") -> MixtureFamily:
+        if kind not in self.family_kinds:
+            raise ValueError(f"gmm offers families {self.family_kinds}, not {kind!r}")
+        return MixtureFamily(self.components, self.X.shape[1], self.init_globals)
+
+    def log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
+        """log p(π) + Σ_kd log p(μ_kd, τ_kd) + (N/|B|) Σ_{i∈B} logsumexp_k [log π_k + Σ_d log N(x_id | μ_kd, 1/τ_kd)]."""
+        pi, pairs = split_draws(z, self.components, self.X.shape[1])
+        mu, tau = pairs[..., 0], pairs[..., 1]
+        x = self.X if batch is None else self.X[batch]
+        scale = 1.0 if batch is None else self.n_train / len(batch)
+        s = np.stack([MixtureMoments(*draw).log_weights(x)  # (S, |B|, K), one draw at a time
+                      for draw in zip(np.log(pi), tau * mu, tau * mu**2, tau, np.log(tau))])
+        prior = self._prior["pi"].log_pdf(pi) + self._prior["theta"].log_pdf(pairs).sum((-2, -1))
+        return scale * logsumexp(s, axis=-1).sum(-1) + prior
+
+    def log_joint_blocks(self, z: np.ndarray, kind: str, batch: np.ndarray | None = None) -> np.ndarray:
+        """One block (see ``models.mixture_family``): the whole joint."""
+        return self.log_joint(z, batch)[:, None]
 
     # -- evaluation
     def elbo(self, lam: Globals) -> float:
