@@ -71,7 +71,8 @@ def test_mixture_family_score_matches_finite_differences(mixture):
 
 
 @pytest.mark.parametrize("name, params", [("mixture", {}), ("linreg", {}), ("linreg", {"estimator": "reparam"}),
-                                          ("linreg", {"family": "full", "estimator": "reparam"})])
+                                          ("linreg", {"family": "full", "estimator": "reparam"}),
+                                          ("mixture", {"estimator": "reparam"})])
 def test_bbvi_improves_the_exact_elbo(name, params, request):
     model = request.getfixturevalue(name)
     bbvi = BBVI(n_samples=20, learning_rate=0.05, **params)
@@ -82,3 +83,32 @@ def test_bbvi_improves_the_exact_elbo(name, params, request):
         bbvi.step()
     after = model.evaluate(bbvi.posterior(), np.random.default_rng(0))["elbo"]
     assert after > before + 1.0, (before, after)
+
+
+@pytest.mark.parametrize("batch", [None, np.array([0, 5, 9])])
+def test_mixture_gradient_matches_finite_differences(mixture, batch):
+    rng = np.random.default_rng(4)
+    family = mixture.variational_family("conjugate")
+    z = family.sample(family.init_params(rng), rng, 2)
+    h = 1e-6 * np.maximum(np.abs(z), 1e-3)
+    numeric = np.stack([(mixture.log_joint(z + h[:, i:i + 1] * e, batch) - mixture.log_joint(z - h[:, i:i + 1] * e, batch))
+                        / (2 * h[:, i]) for i, e in enumerate(np.eye(z.shape[1]))], axis=1)
+    np.testing.assert_allclose(mixture.grad_log_joint(z, batch), numeric, rtol=1e-5, atol=1e-4)
+
+
+def test_mixture_reparameterisation_gradients_match_finite_differences(mixture):
+    """T(φ, ε) against its finite differences through the vjp, and H[q] against its gradient and a Monte-Carlo estimate."""
+    rng = np.random.default_rng(5)
+    family = mixture.variational_family("conjugate")
+    phi = family.init_params(rng) * (1.0 + 0.05 * rng.standard_normal(family.n_params))
+    eps = family.draw_noise(rng, 3)
+    v = rng.standard_normal((3, family.dim))
+    h = 1e-6
+    numeric = np.array([np.sum(v * (family.transform(phi + h * e, eps) - family.transform(phi - h * e, eps))) / (2 * h)
+                        for e in np.eye(family.n_params)])
+    np.testing.assert_allclose(family.transform_vjp(phi, eps, v), numeric, rtol=1e-4, atol=1e-4)
+    numeric_h = np.array([(family.entropy(phi + h * e) - family.entropy(phi - h * e)) / (2 * h) for e in np.eye(family.n_params)])
+    np.testing.assert_allclose(family.entropy_grad(phi), numeric_h, rtol=1e-5, atol=1e-6)
+    z = family.transform(phi, family.draw_noise(rng, 4000))
+    mc = -family.log_q_blocks(phi, z).mean()
+    assert abs(family.entropy(phi) - mc) < 4 * family.log_q_blocks(phi, z).std() / np.sqrt(4000)
