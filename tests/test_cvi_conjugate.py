@@ -20,6 +20,7 @@ from svibench.datasets.synthetic import gmm_synthetic, linreg_synthetic
 from svibench.models.bpfa import BPFA
 from svibench.models.gmm import GaussianMixture
 from svibench.models.linreg import BayesianLinearRegression
+from svibench.registry import get_registry
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +88,17 @@ def test_adapter_has_no_nonconjugate_part(mixture):
     grads = adapter.nonconjugate_gradient(lam, tuple(lam), np.random.default_rng(0), 5)
     assert all(np.all(g.flatten() == 0) for g in grads.values())
     assert set(grads) == set(lam)
+
+
+FAMILIES = {"SVI family": ("svi", "vmp"), "CVI family": ("cvi-mf", "ncvmp"), "BBVI": ("bbvi", "bbvi-reparam"),
+            "samplers": ("gibbs",)}
+
+
+@pytest.mark.parametrize("model", ["bpfa", "pmf", "gmm", "linreg"])
+def test_shared_models_meet_three_families(model):
+    """Issue 20: the comparisons across families can be made on every shared model."""
+    registry = get_registry()
+    model_cls = registry.model(model)
+    meets = [family for family, names in FAMILIES.items()
+             if any(registry.algorithm(name).incompatibility(model_cls) is None for name in names)]
+    assert len(meets) >= 3, meets
