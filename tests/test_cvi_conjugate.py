@@ -20,7 +20,9 @@ from svibench.datasets.synthetic import gmm_synthetic, linreg_synthetic
 from svibench.models.bpfa import BPFA
 from svibench.models.gmm import GaussianMixture
 from svibench.models.linreg import BayesianLinearRegression
+from svibench.problem import build_model
 from svibench.registry import get_registry
+from svibench.spec import ProblemSpec
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +34,12 @@ def mixture():
 def bpfa():
     data = bpfa_synthetic(n=80, dim=8, features=5, seed=1)
     return BPFA(data, features=5, predictive_samples=1, init_rows=20, init_sweeps=1)
+
+
+@pytest.fixture(scope="module")
+def logreg():
+    """Pólya-Gamma-augmented logistic regression (``models.polya_gamma``): conjugate given its PG locals."""
+    return build_model(ProblemSpec("logreg/australian", "logreg", "australian", {"delta": 1.0}), cache=False)
 
 
 def _flat(posterior: ConjugatePosterior) -> np.ndarray:
@@ -48,7 +56,7 @@ def _lockstep(a, b, model, seed: int, steps: int) -> None:
         np.testing.assert_allclose(_flat(a.posterior()), _flat(b.posterior()), rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize("name", ["mixture", "bpfa"])
+@pytest.mark.parametrize("name", ["mixture", "bpfa", "logreg"])
 @pytest.mark.parametrize("beta", [0.3, 1.0])
 def test_full_batch_cvi_mf_is_full_batch_svi_with_constant_rho(name, beta, request):
     model = request.getfixturevalue(name)
