@@ -27,7 +27,11 @@ the shrinks (the largest per node, for ``"node"``) and ``last_rho_`` is the
 iteration's step (the mean over nodes, for ``"node"``).
 
 With exact gradients and β = 1 this is NC-VMP (App. G.1); with no
-non-conjugate factors it is VMP (parallel or sequential).
+non-conjugate factors it is VMP (parallel or sequential).  A conditionally
+conjugate model (the SVI family's capability) runs through
+:class:`svibench.capabilities.adapters.ConjugateMeanField`: its globals are the
+blocks, its locals are optimised inside the messages, and the step is then
+full-batch SVI with the constant step ρ = β.
 """
 from __future__ import annotations
 
@@ -36,7 +40,8 @@ from typing import Any
 import numpy as np
 
 from svibench.algorithm import Algorithm, Diverged
-from svibench.capabilities.mean_field import Blocks, MeanFieldNonConjugate, is_valid
+from svibench.capabilities.adapters import as_mean_field, mean_field_incompatibility, mean_field_posterior
+from svibench.capabilities.mean_field import MeanFieldNonConjugate, is_valid
 
 __all__ = ["CVIMF", "safe_convex_step"]
 
@@ -98,6 +103,11 @@ class CVIMF(Algorithm):
     label = "CVI-MF"
     requires = (MeanFieldNonConjugate,)
 
+    @classmethod
+    def incompatibility(cls, model_cls: type, params: dict[str, Any]) -> str | None:
+        """MeanFieldNonConjugate, or a conditionally conjugate model through the adapter."""
+        return mean_field_incompatibility(model_cls)
+
     def __init__(self, *, rho: float = 0.02, n_samples: int = 10, sweep: str = "parallel",
                  shrink: float = 0.8, shrink_scope: str = "all", max_shrinks: int = 200) -> None:
         self.rho = rho
@@ -122,8 +132,8 @@ class CVIMF(Algorithm):
             raise ValueError(f"max_shrinks must be ≥ 0, got {self.max_shrinks}")
 
     def init(self, model: Any, rng: np.random.Generator) -> None:
-        self.model_, self.rng_ = model, rng
-        self.lam_ = dict(model.mf_init(rng))
+        self.model_, self.rng_ = as_mean_field(model, rng), rng
+        self.lam_ = dict(self.model_.mf_init(rng))
         self.groups_ = [tuple(self.lam_)] if self.sweep == "parallel" else [(name,) for name in self.lam_]
         self.shrinks_ = 0
         self.last_rho_ = self.rho
@@ -142,5 +152,6 @@ class CVIMF(Algorithm):
             self._update(blocks)
         return self.model_.n_train
 
-    def posterior(self) -> Blocks:
-        return dict(self.lam_)
+    def posterior(self) -> Any:
+        """The blocks λ (a ConjugatePosterior of them on a conditionally conjugate model)."""
+        return mean_field_posterior(self.model_, self.lam_)

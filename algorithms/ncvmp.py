@@ -18,6 +18,11 @@ This route shares no code with :mod:`~svibench.algorithms.cvi` beyond the
 expectations ∂Sₙ/∂(mₙ, vₙ), so the equivalence NC-VMP ≡ CVI with exact gradients and
 β = 1 (Khan & Lin 2017, App. G.1) is a test between independent derivations.
 
+On a conditionally conjugate model (every factor conjugate; through
+:class:`svibench.capabilities.adapters.ConjugateMeanField`) every message is a
+VMP message and there is nothing non-conjugate to linearise: NC-VMP is VMP
+(Knowles & Minka 2011, §3), damped the same way, with q's blocks the globals.
+
 References
 ----------
 Knowles, D. A. & Minka, T. (2011). Non-conjugate variational message passing
@@ -25,13 +30,15 @@ for multinomial and binary regression. NIPS.  Khan & Lin (2017), §6, App. G.1.
 """
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse
 
 from svibench.algorithm import Algorithm, Diverged
+from svibench.capabilities import missing
+from svibench.capabilities.adapters import ConjugateMeanField, conjugate_incompatibility
 from svibench.capabilities.latent_gaussian import GaussianPosterior, LatentGaussian, expected_loglik
 from svibench.quadrature import ACCURATE, expectation_rule
 
@@ -56,6 +63,13 @@ class NCVMP(Algorithm):
     label = "NC-VMP"
     requires: ClassVar[tuple[type, ...]] = (LatentGaussian,)
 
+    @classmethod
+    def incompatibility(cls, model_cls: type, params: dict[str, Any]) -> str | None:
+        """LatentGaussian, or a conditionally conjugate model with mean-field locals (VMP messages only)."""
+        reason = super().incompatibility(model_cls, params)
+        conjugate = reason and conjugate_incompatibility(model_cls)
+        return conjugate and f"{reason}, nor is it all-conjugate ({conjugate})"
+
     def __init__(self, *, damping: float = 0.0, quadrature: str = ACCURATE, init_theta1: float = 0.01,
                  init_theta2: float = -0.0025) -> None:
         self.damping = damping
@@ -70,8 +84,12 @@ class NCVMP(Algorithm):
         if self.init_theta2 >= 0:
             raise ValueError("init_theta2 must be < 0")
 
-    def init(self, model: LatentGaussian, rng: np.random.Generator) -> None:
+    def init(self, model: Any, rng: np.random.Generator) -> None:
         self.model_ = model
+        self.conjugate_ = ConjugateMeanField(model, rng) if missing(LatentGaussian, type(model)) else None
+        if self.conjugate_ is not None:
+            self.lam_ = self.conjugate_.mf_init(rng)
+            return
         prior, X = model.latent_prior(), model.design()
         self.X_ = None if X is None else (X.toarray() if scipy.sparse.issparse(X) else np.asarray(X, float))
         self.prior_ = prior
@@ -101,7 +119,16 @@ class NCVMP(Algorithm):
             return mean, np.diag(cov).copy()
         return self.X_ @ mean, np.sum((self.X_ @ cov) * self.X_, axis=1)
 
+    def _conjugate_step(self) -> int:
+        """Every block's VMP message from the same q, damped: λ ← aλ + (1 − a) Σ messages."""
+        lam, a = self.lam_, self.damping
+        new = {name: self.conjugate_.conjugate_messages(lam, name) for name in lam}
+        self.lam_ = new if a == 0.0 else {name: a * lam[name] + (1.0 - a) * new[name] for name in lam}
+        return self.model_.n_train
+
     def step(self) -> int:
+        if self.conjugate_ is not None:
+            return self._conjugate_step()
         m, v = self._marginals()
         if np.any(v <= 0):
             raise Diverged("a marginal variance became non-positive")
@@ -122,7 +149,10 @@ class NCVMP(Algorithm):
             raise Diverged("NC-VMP produced an invalid message (θ₂ ≥ 0 or non-finite)")
         return self.model_.n_train
 
-    def posterior(self) -> GaussianPosterior:
+    def posterior(self) -> GaussianPosterior | Any:
+        """q(z) of a latent Gaussian model, or the ConjugatePosterior of a conjugate one."""
+        if self.conjugate_ is not None:
+            return self.conjugate_.posterior(self.lam_)
         mean, cov = self._q()
         return GaussianPosterior(mean, cov)
 

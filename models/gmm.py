@@ -3,7 +3,11 @@
 π ~ Dir(α₀ 1_K); for each component k and dimension d, (μ_kd, τ_kd) ~ NormalGamma(m₀, κ₀, a₀, b₀);
 zᵢ ~ Cat(π); x_id | zᵢ = k ~ N(μ_kd, 1/τ_kd).  Globals π and (μ, τ), locals zᵢ.
 Every complete conditional is conjugate, so the ELBO is exact and batch VMP
-and SVI apply (Hoffman et al. 2013, §2–3; Bishop 2006, §10.2).
+and SVI apply (Hoffman et al. 2013, §2–3; Bishop 2006, §10.2).  The log joint
+of (π, μ, τ) with the assignments summed out, Σᵢ log Σ_k π_k N(xᵢ | μ_k, 1/τ_k),
+serves BBVI (score function, or reparameterised with its gradient), whose family
+is the same conjugate one (``models.mixture_family``), so its q is scored by the
+same exact ELBO.
 """
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ from svibench.data import Dataset
 from svibench.expfam import LOG_2PI, DirichletNatural
 from svibench.expfam.normal_gamma import NormalGammaNatural
 from svibench.model import Model
+
+from .mixture_family import MixtureFamily, split_draws
 
 __all__ = ["GaussianMixture", "MixtureMoments"]
 
@@ -71,6 +77,7 @@ class GaussianMixture(Model):
     posterior_types = (ConjugatePosterior,)
     local_kinds: ClassVar[tuple[str, ...]] = ("mf", "gibbs")
     init_methods: ClassVar[tuple[str, ...]] = ("random",)
+    family_kinds: ClassVar[tuple[str, ...]] = ("conjugate",)
 
     def __init__(self, data: Dataset, *, components: int = 5, alpha0: float = 1.0, m0: float = 0.0,
                  kappa0: float = 0.01, a0: float = 1.0, b0: float = 1.0) -> None:
@@ -135,6 +142,50 @@ class GaussianMixture(Model):
             "theta": NormalGammaNatural(r.T @ x, -0.5 * nk[:, None] * np.ones_like(x[:1]), -0.5 * r.T @ x**2,
                                         0.5 * nk[:, None] * np.ones_like(x[:1])),
         }
+
+    # -- capability: log joint, assignments summed out (score-function BBVI)
+    def variational_family(self, kind: str = "conjugate") -> MixtureFamily:
+        if kind not in self.family_kinds:
+            raise ValueError(f"gmm offers families {self.family_kinds}, not {kind!r}")
+        return MixtureFamily(self.components, self.X.shape[1], self.init_globals)
+
+    def _draw_weights(self, z: np.ndarray, batch: np.ndarray | None) -> tuple[np.ndarray, float, np.ndarray]:
+        """The batch's points, their weight N/|B| and s_ik = log π_k + Σ_d log N(x_id | μ_kd, 1/τ_kd) at each draw (S, |B|, K)."""
+        pi, pairs = split_draws(z, self.components, self.X.shape[1])
+        mu, tau = pairs[..., 0], pairs[..., 1]
+        x = self.X if batch is None else self.X[batch]
+        scale = 1.0 if batch is None else self.n_train / len(batch)
+        s = np.stack([MixtureMoments(*draw).log_weights(x)  # one draw at a time
+                      for draw in zip(np.log(pi), tau * mu, tau * mu**2, tau, np.log(tau))])
+        return x, scale, s
+
+    def log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
+        """log p(π) + Σ_kd log p(μ_kd, τ_kd) + (N/|B|) Σ_{i∈B} logsumexp_k [log π_k + Σ_d log N(x_id | μ_kd, 1/τ_kd)]."""
+        pi, pairs = split_draws(z, self.components, self.X.shape[1])
+        x, scale, s = self._draw_weights(z, batch)
+        prior = self._prior["pi"].log_pdf(pi) + self._prior["theta"].log_pdf(pairs).sum((-2, -1))
+        return scale * logsumexp(s, axis=-1).sum(-1) + prior
+
+    def log_joint_blocks(self, z: np.ndarray, kind: str, batch: np.ndarray | None = None) -> np.ndarray:
+        """One block (see ``models.mixture_family``): the whole joint."""
+        return self.log_joint(z, batch)[:, None]
+
+    def grad_log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
+        """∇ of :meth:`log_joint` in (π, μ, τ), with r_ik the responsibilities at the draw:
+        ∂/∂π_k = s Σᵢ r_ik/π_k + (α₀ − 1)/π_k;  ∂/∂μ_kd = s Σᵢ r_ik τ(x_id − μ) − κ₀τ(μ − m₀);
+        ∂/∂τ_kd = s Σᵢ r_ik (1/(2τ) − (x_id − μ)²/2) + (a₀ − ½)/τ − κ₀(μ − m₀)²/2 − b₀ (s = N/|B|)."""
+        pi, pairs = split_draws(z, self.components, self.X.shape[1])
+        mu, tau = pairs[..., 0], pairs[..., 1]
+        x, scale, s = self._draw_weights(z, batch)
+        r = np.exp(s - logsumexp(s, axis=-1, keepdims=True))  # (S, |B|, K)
+        nk, rx, rx2 = r.sum(1), np.einsum("sbk,bd->skd", r, x), np.einsum("sbk,bd->skd", r, x**2)
+        m0, kappa0, a0, b0 = (v[None] for v in self._prior["theta"].params())
+        alpha0 = self._prior["pi"].concentration()
+        g_pi = (scale * nk + alpha0 - 1.0) / pi
+        g_mu = scale * tau * (rx - nk[..., None] * mu) - kappa0 * tau * (mu - m0)
+        g_tau = (scale * (0.5 * nk[..., None] / tau - 0.5 * (rx2 - 2.0 * mu * rx + nk[..., None] * mu**2))
+                 + (a0 - 0.5) / tau - 0.5 * kappa0 * (mu - m0) ** 2 - b0)
+        return np.concatenate([g_pi, g_mu.reshape(len(z), -1), g_tau.reshape(len(z), -1)], axis=1)
 
     # -- evaluation
     def elbo(self, lam: Globals) -> float:

@@ -5,6 +5,10 @@ form, N(μ, Σ) with Σ⁻¹ = αI + XᵀX/σ², μ = Σ Xᵀy/σ² (Bishop 2006
 so an algorithm's variational posterior can be checked against it exactly.
 There are no local variables; the "local statistics" of a minibatch are its
 likelihood's natural-parameter contributions (Xᵀy/σ², −XᵀX/(2σ²)).
+
+It also offers its log joint and gradient in w, so BBVI (score function or
+reparameterised) runs on it with a mean-field or full Gaussian family; a
+Gaussian q is scored by the same exact ELBO as the conjugate one.
 """
 from __future__ import annotations
 
@@ -13,9 +17,12 @@ from typing import ClassVar
 import numpy as np
 
 from svibench.capabilities import ConjugatePosterior, Globals, LocalApprox
+from svibench.capabilities.latent_gaussian import GaussianPosterior
 from svibench.data import Dataset
-from svibench.expfam import GaussianFullNatural
+from svibench.expfam import LOG_2PI, GaussianFullNatural
 from svibench.model import Model
+
+from .gaussian_families import FullGaussian, MeanFieldGaussian
 
 __all__ = ["BayesianLinearRegression"]
 
@@ -38,9 +45,10 @@ class BayesianLinearRegression(Model):
                                            "dataset_params": {"n": 300, "n_test": 100, "dim": 3, "seed": 0}}
     data_kinds = ("regression",)
     metrics = ("elbo", "heldout_loglik", "posterior_kl")
-    posterior_types = (ConjugatePosterior,)
+    posterior_types = (ConjugatePosterior, GaussianPosterior)
     local_kinds: ClassVar[tuple[str, ...]] = ("mf",)
     init_methods: ClassVar[tuple[str, ...]] = ("prior",)
+    family_kinds: ClassVar[tuple[str, ...]] = ("meanfield", "full")
 
     def __init__(self, data: Dataset, *, prior_precision: float = 1.0, noise_variance: float = 0.25) -> None:
         super().__init__(data)
@@ -79,9 +87,44 @@ class BayesianLinearRegression(Model):
         x, y = self.X[batch], self.y[batch]
         return {"w": GaussianFullNatural(x.T @ y / self.noise_variance, -0.5 * x.T @ x / self.noise_variance)}
 
+    # -- capability: log joint with its gradient (BBVI)
+    def variational_family(self, kind: str = "meanfield") -> MeanFieldGaussian | FullGaussian:
+        if kind not in self.family_kinds:
+            raise ValueError(f"linreg offers families {self.family_kinds}, not {kind!r}")
+        return (MeanFieldGaussian if kind == "meanfield" else FullGaussian)(self.X.shape[1])
+
+    def _scaled(self, batch: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, float]:
+        """The data terms of ``batch`` (all when None) and their weight N/|B|."""
+        if batch is None:
+            return self.X, self.y, 1.0
+        return self.X[batch], self.y[batch], self.n_train / len(batch)
+
+    def log_joint(self, w: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
+        """log N(w | 0, α⁻¹I) + (N/|B|) Σ_{n∈B} log N(yₙ | xₙᵀw, σ²), for draws w of shape (S, D)."""
+        x, y, scale = self._scaled(batch)
+        resid = y - w @ x.T  # (S, |B|)
+        s2, alpha, D = self.noise_variance, self.prior_precision, w.shape[1]
+        loglik = -0.5 * (len(y) * (LOG_2PI + np.log(s2)) + np.sum(resid**2, axis=1) / s2)
+        return scale * loglik + 0.5 * D * (np.log(alpha) - LOG_2PI) - 0.5 * alpha * np.sum(w**2, axis=1)
+
+    def log_joint_blocks(self, w: np.ndarray, kind: str, batch: np.ndarray | None = None) -> np.ndarray:
+        """Every coordinate of w meets every likelihood term: each block's Markov blanket is the whole joint."""
+        n_blocks = self.variational_family(kind).n_blocks
+        return np.repeat(self.log_joint(w, batch)[:, None], n_blocks, axis=1)
+
+    def grad_log_joint(self, w: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
+        """(N/|B|) Σ_{n∈B} xₙ (yₙ − xₙᵀw)/σ² − αw."""
+        x, y, scale = self._scaled(batch)
+        return scale * (y - w @ x.T) @ x / self.noise_variance - self.prior_precision * w
+
     # -- evaluation
-    def evaluate(self, posterior: ConjugatePosterior, rng: np.random.Generator) -> dict[str, float]:
-        q = posterior.lam["w"]
+    def evaluate(self, posterior: ConjugatePosterior | GaussianPosterior, rng: np.random.Generator) -> dict[str, float]:
+        """Exact ELBO, KL to the exact posterior and held-out log density of a Gaussian q(w)
+        (the SVI family's natural parameters, or BBVI's mean and covariance)."""
+        if isinstance(posterior, GaussianPosterior):
+            q = GaussianFullNatural.from_mean_cov(posterior.mean, posterior.cov)
+        else:
+            q = posterior.lam["w"]
         mean, cov = q.mean_cov()
         s2 = self.noise_variance
         resid = self.y - self.X @ mean

@@ -16,6 +16,14 @@ estimated by reparameterised draws (eq. 15, 73–74):
 With K = 1 the split is exact (log(w z) = log w + log z is conjugate) and
 CVI-MF with β = 1 reproduces VMP.
 
+Augmented with auxiliary counts X_ij = Σ_k c_ijk (``models.poisson_counts``) the
+model is conditionally conjugate, so the SVI family (columns as data points: z_j
+and the counts c_j·· local, W global), VMP and a Gibbs sampler run on it too.
+Their q(W) is evaluated with q(Z) fitted by the same mean-field locals, and the
+``elbo`` is the one below, of q(W) q(Z) with the counts summed out — the
+objective CVI-MF and BBVI are scored with, so the families compare on one number
+(it is at least the augmented bound the SVI family climbs, by Jensen).
+
 Metrics (on the held-out entries H of ``test``)
 -------
 recon_loss
@@ -36,14 +44,16 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import digamma, gammaln, logsumexp
 
+from svibench.capabilities.conjugate import ConjugatePosterior, Globals, LocalApprox
 from svibench.capabilities.mean_field import Blocks, gamma_draws, gamma_mean_gradient
 from svibench.data import Dataset
 from svibench.expfam import GammaNatural
 from svibench.model import IncompatibleData, Model
 
 from .gamma_family import MeanFieldGamma
+from .poisson_counts import CountChain, Nonzeros, WeightMoments, column_locals, count_sweep
 
 __all__ = ["PoissonGammaMF"]
 
@@ -70,6 +80,9 @@ class PoissonGammaMF(Model):
     data_kinds = ("count-matrix",)
     metrics = ("elbo", "heldout_loglik", "recon_loss", "recon_loss_fit")
     family_kinds: ClassVar[tuple[str, ...]] = ("meanfield",)
+    posterior_types = (dict, ConjugatePosterior, CountChain)
+    local_kinds: ClassVar[tuple[str, ...]] = ("mf",)
+    init_methods: ClassVar[tuple[str, ...]] = ("moments",)
 
     def __init__(self, data: Dataset, *, n_factors: int = 100, w_shape: float = 0.1, w_rate: float = 0.3,
                  z_shape: float = 0.1, z_rate: float = 0.1, eval_samples: int = 20) -> None:
@@ -79,6 +92,11 @@ class PoissonGammaMF(Model):
             raise IncompatibleData(f"pmf needs train['X'] and train['mask'] of the same 2-D shape; {data.name!r} has {sorted(data.train)}")
         if n_factors < 1 or min(w_shape, w_rate, z_shape, z_rate) <= 0 or eval_samples < 1:
             raise ValueError("pmf: need n_factors ≥ 1, positive prior parameters and eval_samples ≥ 1")
+        observed = X[mask > 0]
+        if np.any(observed < 0) or np.any(observed != np.round(observed)):
+            raise IncompatibleData(f"pmf: the observed entries of {data.name!r} must be non-negative integer counts "
+                                   f"(found e.g. {observed[(observed < 0) | (observed != np.round(observed))][:1]}); "
+                                   "round or quantise the data first")
         self.mask = mask.astype(float)
         self.X = X * self.mask
         self.V, self.N = X.shape
@@ -88,6 +106,8 @@ class PoissonGammaMF(Model):
             "Z": GammaNatural.from_shape_rate(np.full((self.N, n_factors), z_shape), np.full((self.N, n_factors), z_rate)),
         }
         self._log_x_factorial = (gammaln(self.X + 1.0) * self.mask).sum(0)  # per column (image)
+        self.hyper = (w_shape, w_rate, z_shape, z_rate)
+        self.nonzeros = Nonzeros(self.X, self.mask)
 
     @property
     def n_train(self) -> int:
@@ -116,14 +136,15 @@ class PoissonGammaMF(Model):
         return np.divide(self.X, rate, out=np.zeros(rate.shape), where=self.X > 0)
 
     # -- capability: mean-field non-conjugate (CVI-MF)
-    def mf_init(self, rng: np.random.Generator) -> dict[str, GammaNatural]:
+    def _init_block(self, rng: np.random.Generator, rows: int) -> GammaNatural:
         """Shapes 1 + U(0, 0.5), means √(mean X / K) so that E[wᵢᵀzⱼ] matches the data's mean count."""
         m0 = np.sqrt(max(self.X.sum() / self.mask.sum(), 1e-3) / self.K)
-        out = {}
-        for name, rows in (("W", self.V), ("Z", self.N)):
-            shape = 1.0 + 0.5 * rng.uniform(size=(rows, self.K))
-            out[name] = GammaNatural.from_shape_rate(shape, shape / m0)
-        return out
+        shape = 1.0 + 0.5 * rng.uniform(size=(rows, self.K))
+        return GammaNatural.from_shape_rate(shape, shape / m0)
+
+    def mf_init(self, rng: np.random.Generator) -> dict[str, GammaNatural]:
+        """Every block from :meth:`_init_block`, W first."""
+        return {name: self._init_block(rng, rows) for name, rows in (("W", self.V), ("Z", self.N))}
 
     def conjugate_messages(self, lam: Blocks, block: str) -> GammaNatural:
         """Prior + Σ (0, −Σ_j m_ij E[z_jk]) for W (and the transpose for Z): eq. 20."""
@@ -139,6 +160,45 @@ class PoissonGammaMF(Model):
         ratio = self._ratio(draws["W"].z, draws["Z"].z)
         grad_z = {"W": ratio @ draws["Z"].z, "Z": np.swapaxes(ratio, -1, -2) @ draws["W"].z}
         return {name: gamma_mean_gradient(lam[name], draws[name], grad_z[name]) for name in blocks}
+
+    # -- capability: conditionally conjugate, with auxiliary counts (models.poisson_counts)
+    def prior_natural(self) -> Globals:
+        return {"W": self.prior["W"]}
+
+    def init_globals(self, rng: np.random.Generator, method: str = "moments") -> Globals:
+        """q(W) as in :meth:`mf_init` (the same draws for W)."""
+        return {"W": self._init_block(rng, self.V)}
+
+    def expected_view(self, lam: Globals) -> WeightMoments:
+        shape, rate = lam["W"].shape_rate()
+        return WeightMoments(digamma(shape) - np.log(rate), shape / rate)
+
+    def sampled_view(self, lam: Globals, rng: np.random.Generator) -> WeightMoments:
+        shape, rate = lam["W"].shape_rate()
+        w = np.maximum(rng.gamma(shape, 1.0 / rate), np.finfo(float).tiny)
+        return WeightMoments(np.log(w), w)
+
+    def _column_q(self, view: WeightMoments, batch: np.ndarray, approx: LocalApprox):
+        if approx.kind not in self.local_kinds:
+            raise ValueError(f"pmf offers local approximations {self.local_kinds}, not {approx.kind!r}")
+        return column_locals(view, self.nonzeros, self.mask, batch, self.hyper[2], self.hyper[3],
+                             approx.inner_iterations, approx.inner_tol)
+
+    def local_statistics(self, view: WeightMoments, batch: np.ndarray, approx: LocalApprox,
+                         rng: np.random.Generator) -> Globals:
+        """Σ_{j∈B} (Σ_j X_ij φ_ijk, −Σ_j m_ij E[z_jk]) on (log w_ik, w_ik), from the mean-field locals."""
+        alpha, beta, counts = self._column_q(view, batch, approx)
+        return {"W": GammaNatural(counts, -(self.mask[:, batch] @ (alpha / beta)))}
+
+    # -- capability: Gibbs sampler over W, Z and the counts (algorithms.gibbs)
+    def chain_init(self, rng: np.random.Generator, method: str = "moments") -> CountChain:
+        """W and Z drawn from the initial q of :meth:`mf_init`."""
+        q = self.mf_init(rng)
+        W, Z = (np.maximum(rng.gamma(*_shape_scale(q[name])), np.finfo(float).tiny) for name in ("W", "Z"))
+        return CountChain(W, Z)
+
+    def chain_sweep(self, state: CountChain, rng: np.random.Generator) -> CountChain:
+        return count_sweep(state, self.nonzeros, self.mask, self.hyper, rng)
 
     # -- capability: log joint (BBVI)
     def variational_family(self, kind: str = "meanfield") -> MeanFieldGamma:
@@ -185,7 +245,19 @@ class PoissonGammaMF(Model):
         return np.concatenate([gW.reshape(len(z), -1), gZ.reshape(len(z), -1)], axis=1)
 
     # -- evaluation
-    def evaluate(self, posterior: Blocks, rng: np.random.Generator) -> dict[str, float]:
+    def fitted_blocks(self, posterior: ConjugatePosterior) -> dict[str, GammaNatural]:
+        """q(W) of the SVI family with q(Z) of every column fitted by its mean-field locals given E_q[W]."""
+        alpha, beta, _ = self._column_q(self.expected_view(posterior.lam), np.arange(self.N), posterior.approx)
+        return {"W": posterior.lam["W"], "Z": GammaNatural.from_shape_rate(alpha, beta)}
+
+    def evaluate(self, posterior: Blocks | ConjugatePosterior | CountChain, rng: np.random.Generator) -> dict[str, float]:
+        """Metrics of a mean-field q (every metric), of the SVI family's q(W) (through :meth:`fitted_blocks`),
+        or of a Gibbs state (the rate W Zᵀ of the current draw; no ELBO)."""
+        if isinstance(posterior, CountChain):
+            rate = posterior.W @ posterior.Z.T
+            return self._rate_metrics(rate[None], rate)
+        if isinstance(posterior, ConjugatePosterior):
+            posterior = self.fitted_blocks(posterior)
         draws = self._draws(posterior, rng, self.eval_samples)
         W, Z = draws["W"].z, draws["Z"].z
         rate_draws = W @ np.swapaxes(Z, -1, -2)  # (S, V, N)
@@ -195,16 +267,25 @@ class PoissonGammaMF(Model):
             e_log_rate = np.mean(np.log(rate_draws), axis=0)
         expected_loglik = (np.where(self.X > 0, self.X * e_log_rate, 0.0) - mean_rate * self.mask).sum() - self._log_x_factorial.sum()
         kl = sum(float(posterior[name].kl(self.prior[name]).sum()) for name in ("W", "Z"))
-        out = {"elbo": float(expected_loglik - kl),
-               "recon_loss_fit": _recon_loss(self.X[self.mask > 0], mean_rate[self.mask > 0])}
+        return {"elbo": float(expected_loglik - kl), **self._rate_metrics(rate_draws, mean_rate)}
+
+    def _rate_metrics(self, rate_draws: np.ndarray, mean_rate: np.ndarray) -> dict[str, float]:
+        """Reconstruction losses of ``mean_rate`` and the held-out log predictive of the draws (S, V, N)."""
+        out = {"recon_loss_fit": _recon_loss(self.X[self.mask > 0], mean_rate[self.mask > 0])}
         held = self.data.test.get("mask")
         if held is not None and held.any():
             x = self.data.test["X"][held]
             out["recon_loss"] = _recon_loss(x, mean_rate[held])
             r = rate_draws[:, held]
             log_p = x * np.log(r) - r - gammaln(x + 1.0)
-            out["heldout_loglik"] = float(np.mean(logsumexp(log_p, axis=0) - np.log(self.eval_samples)))
+            out["heldout_loglik"] = float(np.mean(logsumexp(log_p, axis=0) - np.log(len(rate_draws))))
         return out
+
+
+def _shape_scale(q: GammaNatural) -> tuple[np.ndarray, np.ndarray]:
+    """numpy's Gamma parameters (shape, scale = 1/rate) of q."""
+    shape, rate = q.shape_rate()
+    return shape, 1.0 / rate
 
 
 def _recon_loss(x: np.ndarray, x_hat: np.ndarray) -> float:
