@@ -5,8 +5,8 @@ whitened variable (see :class:`Chol`) the ELBO
 
     L(m, L) = Σₙ E_{N(ηₙ | aₙᵀm, ‖Lᵀaₙ‖²)}[log p(yₙ|ηₙ)] − KL(N(m, LLᵀ) ‖ N(0, I))
 
-and its gradient are computed exactly (Gauss–Hermite quadrature for the
-expectations):  ∂L/∂m = Aᵀ(∂f/∂m) − m,
+and its gradient are computed exactly (the model's accurate Gaussian
+expectations, or a Gauss–Hermite rule when asked):  ∂L/∂m = Aᵀ(∂f/∂m) − m,
 ∂L/∂L = tril(2 Aᵀ diag(∂f/∂v) A L − L + diag(1/L_dd)).
 This is the deterministic reference optimum of Khan & Lin (2017), §7
 ("Chol"), there with a piecewise-quadratic bound instead of quadrature.
@@ -28,7 +28,7 @@ import scipy.sparse
 
 from svibench.algorithm import Algorithm
 from svibench.capabilities.latent_gaussian import GaussianPosterior, LatentGaussian, expected_loglik
-from svibench.quadrature import gauss_hermite
+from svibench.quadrature import ACCURATE, expectation_rule
 
 __all__ = ["Chol"]
 
@@ -45,8 +45,9 @@ class Chol(Algorithm):
 
     Parameters
     ----------
-    n_nodes : int
-        Gauss–Hermite nodes of the expectations.
+    quadrature : str
+        Accuracy of the expectations: ``"accurate"`` (the model's own) or
+        ``"gauss-hermite-N"`` (:func:`svibench.quadrature.expectation_rule`).
     iterations_per_step : int
         L-BFGS iterations per :meth:`step`.
     memory : int
@@ -59,16 +60,17 @@ class Chol(Algorithm):
     label = "Chol"
     requires: ClassVar[tuple[type, ...]] = (LatentGaussian,)
 
-    def __init__(self, *, n_nodes: int = 50, iterations_per_step: int = 10, memory: int = 20,
+    def __init__(self, *, quadrature: str = ACCURATE, iterations_per_step: int = 10, memory: int = 20,
                  init_scale: float = 0.01) -> None:
-        self.n_nodes = n_nodes
+        self.quadrature = quadrature
         self.iterations_per_step = iterations_per_step
         self.memory = memory
         self.init_scale = init_scale
 
     def check_params(self) -> None:
-        if self.n_nodes < 2 or self.iterations_per_step < 1 or self.memory < 1 or self.init_scale <= 0:
-            raise ValueError("n_nodes ≥ 2, iterations_per_step ≥ 1, memory ≥ 1 and init_scale > 0 are required")
+        if self.iterations_per_step < 1 or self.memory < 1 or self.init_scale <= 0:
+            raise ValueError("iterations_per_step ≥ 1, memory ≥ 1 and init_scale > 0 are required")
+        expectation_rule(self.quadrature)
 
     def init(self, model: LatentGaussian, rng: np.random.Generator) -> None:
         self.model_ = model
@@ -87,7 +89,7 @@ class Chol(Algorithm):
         self.rows_, self.cols_ = np.tril_indices(D)
         L0 = self.init_scale * np.eye(D)
         self.x_ = np.concatenate([np.zeros(D), L0[self.rows_, self.cols_]])
-        self.rule_ = gauss_hermite(self.n_nodes)
+        self.rule_ = expectation_rule(self.quadrature)
 
     def _unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         D = len(x) - len(self.rows_)

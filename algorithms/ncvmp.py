@@ -7,16 +7,15 @@ exp(θ₁ₙ ηₙ + θ₂ₙ ηₙ²) whose natural parameters are defined (Kno
     θₙ = C(ϑₙ)⁻¹ ∂Sₙ/∂ϑₙ,    Sₙ(ϑₙ) = E_{q(ηₙ|ϑₙ)}[log fₙ(ηₙ)],
 
 where ϑₙ = (mₙ/vₙ, −1/(2vₙ)) are the natural parameters of the current marginal
-q(ηₙ) = N(mₙ, vₙ) and C(ϑ) = Cov_q[(η, η²)] is its Fisher information.  Sₙ
-and ∂Sₙ/∂(mₙ, vₙ) are computed by Gauss–Hermite quadrature from the
-likelihood's *first* derivative only (∂S/∂v = E[f′(η) ε]/(2√v), the
-reparameterisation form), then mapped to ∂S/∂ϑ by the Jacobian of
+q(ηₙ) = N(mₙ, vₙ) and C(ϑ) = Cov_q[(η, η²)] is its Fisher information.
+∂Sₙ/∂(mₙ, vₙ) comes from the model's accurate Gaussian expectation (or a
+Gauss–Hermite rule when asked) and is mapped to ∂S/∂ϑ by the Jacobian of
 (m, v) w.r.t. ϑ.  q(z) combines the prior with all messages, as VMP does;
 messages are updated in parallel, with optional damping
 θ ← damping·θ_old + (1 − damping)·θ_new.
 
 This route shares no code with :mod:`~svibench.algorithms.cvi` beyond the
-model's likelihood, so the equivalence NC-VMP ≡ CVI with exact gradients and
+expectations ∂Sₙ/∂(mₙ, vₙ), so the equivalence NC-VMP ≡ CVI with exact gradients and
 β = 1 (Khan & Lin 2017, App. G.1) is a test between independent derivations.
 
 References
@@ -33,7 +32,8 @@ import scipy.linalg
 import scipy.sparse
 
 from svibench.algorithm import Algorithm, Diverged
-from svibench.capabilities.latent_gaussian import GaussianPosterior, LatentGaussian
+from svibench.capabilities.latent_gaussian import GaussianPosterior, LatentGaussian, expected_loglik
+from svibench.quadrature import ACCURATE, expectation_rule
 
 __all__ = ["NCVMP"]
 
@@ -45,8 +45,9 @@ class NCVMP(Algorithm):
     ----------
     damping : float in [0, 1)
         Weight of the previous message (0: undamped NC-VMP).
-    n_nodes : int
-        Gauss–Hermite nodes for Sₙ and its gradient.
+    quadrature : str
+        Accuracy of ∂Sₙ/∂(mₙ, vₙ): ``"accurate"`` (the model's own) or
+        ``"gauss-hermite-N"`` (:func:`svibench.quadrature.expectation_rule`).
     init_theta1, init_theta2 : float
         Initial messages (the same default as CVI's pseudo-observations).
     """
@@ -55,18 +56,17 @@ class NCVMP(Algorithm):
     label = "NC-VMP"
     requires: ClassVar[tuple[type, ...]] = (LatentGaussian,)
 
-    def __init__(self, *, damping: float = 0.0, n_nodes: int = 50, init_theta1: float = 0.01,
+    def __init__(self, *, damping: float = 0.0, quadrature: str = ACCURATE, init_theta1: float = 0.01,
                  init_theta2: float = -0.0025) -> None:
         self.damping = damping
-        self.n_nodes = n_nodes
+        self.quadrature = quadrature
         self.init_theta1 = init_theta1
         self.init_theta2 = init_theta2
 
     def check_params(self) -> None:
         if not 0.0 <= self.damping < 1.0:
             raise ValueError(f"damping must be in [0, 1), got {self.damping}")
-        if self.n_nodes < 2:
-            raise ValueError("n_nodes must be ≥ 2")
+        expectation_rule(self.quadrature)
         if self.init_theta2 >= 0:
             raise ValueError("init_theta2 must be < 0")
 
@@ -75,9 +75,7 @@ class NCVMP(Algorithm):
         prior, X = model.latent_prior(), model.design()
         self.X_ = None if X is None else (X.toarray() if scipy.sparse.issparse(X) else np.asarray(X, float))
         self.prior_ = prior
-        # physicists' Gauss–Hermite: ∫ e^{-x²} g(x) dx ≈ Σ wᵢ g(xᵢ); ε = √2 x ~ N(0, 1)
-        x, w = np.polynomial.hermite.hermgauss(self.n_nodes)
-        self.eps_, self.w_ = np.sqrt(2.0) * x, w / np.sqrt(np.pi)
+        self.rule_ = expectation_rule(self.quadrature)
         N = model.n_train
         self.theta1_ = np.full(N, float(self.init_theta1))
         self.theta2_ = np.full(N, float(self.init_theta2))
@@ -107,10 +105,8 @@ class NCVMP(Algorithm):
         m, v = self._marginals()
         if np.any(v <= 0):
             raise Diverged("a marginal variance became non-positive")
-        sv = np.sqrt(v)
-        _, d1, _ = self.model_.loglik(m[:, None] + sv[:, None] * self.eps_[None, :])
-        dS_dm = d1 @ self.w_
-        dS_dv = (d1 * self.eps_[None, :]) @ self.w_ / (2.0 * sv)
+        e = expected_loglik(self.model_, m, v, self.rule_)
+        dS_dm, dS_dv = e.dm, e.dv
         # ∂(m, v)/∂ϑ: m = −ϑ₁/(2ϑ₂), v = −1/(2ϑ₂)  ⇒  ∂m/∂ϑ₁ = v, ∂m/∂ϑ₂ = 2mv, ∂v/∂ϑ₁ = 0, ∂v/∂ϑ₂ = 2v²
         g1 = v * dS_dm
         g2 = 2.0 * m * v * dS_dm + 2.0 * v**2 * dS_dv

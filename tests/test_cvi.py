@@ -8,6 +8,7 @@ from svibench.algorithms.chol import Chol
 from svibench.algorithms.cvi import CVI, PseudoObservationPosterior
 from svibench.algorithms.ncvmp import NCVMP
 from svibench.capabilities.latent_gaussian import (
+    ExpectedLoglik,
     LatentGaussianPrior,
     expected_loglik,
     mean_parameter_gradients,
@@ -47,6 +48,11 @@ class _GaussianLatent:
         r = y - eta
         s2 = self.noise**2
         return -0.5 * np.log(2 * np.pi * s2) - 0.5 * r**2 / s2, r / s2, np.full_like(eta, -1.0 / s2)
+
+    def gaussian_expectation(self, m, v, batch=None):
+        """E[log N(y | η, σ²)] = −½ log 2πσ² − ((y − m)² + v)/(2σ²) for η ~ N(m, v)."""
+        r, s2 = (self.y if batch is None else self.y[batch]) - m, self.noise**2
+        return ExpectedLoglik(-0.5 * np.log(2 * np.pi * s2) - 0.5 * (r**2 + v) / s2, r / s2, np.full_like(m, -0.5 / s2))
 
     def exact_posterior(self):
         """N(μ, Σ): Σ⁻¹ = Σ₀⁻¹ + XᵀX/σ², μ = Σ Xᵀy/σ² (Bishop 2006, eq. 3.53–3.54)."""
@@ -116,17 +122,18 @@ def test_cvi_gp_regression_in_one_step_matches_closed_form():
     np.testing.assert_allclose(q.cov, cov, atol=1e-7)
 
 
-@pytest.mark.parametrize("n", [150])
-def test_ncvmp_equals_cvi_with_exact_gradients_and_unit_step_on_logistic_regression(n):
+@pytest.mark.parametrize("quadrature", ["accurate", "gauss-hermite-150"])
+def test_ncvmp_equals_cvi_with_exact_gradients_and_unit_step_on_logistic_regression(quadrature):
     """Khan & Lin (2017), App. G.1: the messages of NC-VMP are CVI's pseudo-observations with β = 1.
 
-    A unit bias precision keeps the marginal variances moderate, where quadrature
-    is accurate (with the default 1e-4 the first marginals have
-    variance ~1e4 and the two gradient formulas differ by quadrature error only);
-    150 nodes make the two quadrature formulas (Price's f'' vs the reparameterised f'ε) agree to ~1e-9.
+    The two share the expectations ∂S/∂(m, v) and nothing else: CVI maps them to
+    mean-parameter gradients, NC-VMP solves with the Fisher information.  A unit
+    bias precision keeps the first marginal variances moderate (with 1e-4 they
+    are ~1e4 and the run is long-tailed).
     """
     model = BayesianLogisticRegression(australian(split=0), delta=1.0, bias_precision=1.0)
-    cvi, nc = CVI(expectations="exact", n_nodes=n, w=None, rho=1.0), NCVMP(n_nodes=n)
+    cvi = CVI(expectations="exact", quadrature=quadrature, w=None, rho=1.0)
+    nc = NCVMP(quadrature=quadrature)
     cvi.init(model, np.random.default_rng(0))
     nc.init(model, np.random.default_rng(0))
     for _ in range(6):
@@ -173,6 +180,9 @@ def test_data_space_and_weight_space_conjugate_steps_agree():
 
 class _StudentT(_GaussianLatent):
     """Student-t likelihood (ν = 1): not log-concave, so ĝ⁽²⁾ > 0 happens for outliers."""
+
+    def gaussian_expectation(self, m, v, batch=None):
+        raise NotImplementedError("no closed form here: this model serves Monte-Carlo CVI only")
 
     def loglik(self, eta, batch=None):
         y = (self.y if batch is None else self.y[batch])[:, None]
@@ -232,3 +242,25 @@ def test_cvi_ncvmp_and_chol_reach_the_same_elbo(dataset, delta, w):
         assert abs(elbo - ref) < 1e-3 * abs(ref), (name, elbo, ref)
     # and Chol is at an optimum: no algorithm is noticeably above it
     assert max(results.values()) < ref + 1e-4 * abs(ref)
+
+
+@pytest.mark.parametrize("make", [lambda q: CVI(expectations="exact", quadrature=q), lambda q: NCVMP(quadrature=q),
+                                  lambda q: Chol(quadrature=q)])
+@pytest.mark.parametrize("setting", ["gauss-hermite", "gauss-hermite-0", "gh50", 50])
+def test_a_bad_quadrature_setting_is_a_one_line_error_naming_the_choices(make, setting):
+    with pytest.raises(ValueError, match="'accurate' or 'gauss-hermite-N'") as err:
+        make(setting).check_params()
+    assert "\n" not in str(err.value)
+
+
+def test_the_papers_gauss_hermite_setting_reproduces_the_50_node_rule():
+    """quadrature="gauss-hermite-50" gives exactly the rule-based expectations; "accurate" the model's."""
+    model = BayesianLogisticRegression(breast_cancer(split=0), delta=1.0)
+    rows = np.arange(model.n_train)
+    for setting, rule in (("gauss-hermite-50", gauss_hermite(50)), ("accurate", None)):
+        alg = CVI(expectations="exact", quadrature=setting, w=0.4)
+        alg.init(model, np.random.default_rng(0))
+        alg.step()
+        e = expected_loglik(model, alg.m_, alg.v_, rule, rows)
+        for got, want in zip(alg._gradients(rows), mean_parameter_gradients(alg.m_, e.dm, e.dv)):
+            np.testing.assert_array_equal(got, want)

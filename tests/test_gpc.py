@@ -57,3 +57,56 @@ def test_damped_ncvmp_improves_on_gp_classification_where_undamped_oscillates():
     damped, undamped = elbos(0.5), elbos(0.0)
     assert np.all(np.diff(damped) > 0)
     assert np.ptp(undamped[-6:]) > 100  # still jumping after 20 steps
+
+
+def _inverse_plus(K, W):
+    """(K⁻¹ + diag W)⁻¹ = K − K W½ B⁻¹ W½ K with B = I + W½ K W½ (Rasmussen & Williams 2006, §3.4)."""
+    sw = np.sqrt(W)
+    B = np.eye(len(W)) + sw[:, None] * K * sw[None, :]
+    C = np.linalg.solve(np.linalg.cholesky(B), sw[:, None] * K)
+    return K - C.T @ C
+
+
+def _opper_archambeau(model, iterations=50, damping=0.5):
+    """The optimal Gaussian q(f) = N(m, (K⁻¹ + Λ)⁻¹) of Opper & Archambeau (2009): m = K ∂f/∂m, Λ = −2 ∂f/∂v.
+
+    An independent reference: a damped fixed point on Λ, and for each Λ two Newton
+    steps on the mean, whose objective Σ E[log p] − ½mᵀK⁻¹m is concave.
+    """
+    K, N = model.K, model.n_train
+    lam, m = np.full(N, 1e-3), np.zeros(N)
+    for _ in range(iterations):
+        v = np.diag(_inverse_plus(K, lam)).copy()
+        for _ in range(2):
+            e = model.gaussian_expectation(m, v)
+            W = -2.0 * e.dv
+            m = _inverse_plus(K, W) @ (e.dm + W * m)
+        lam = (1.0 - damping) * lam + damping * (-2.0 * model.gaussian_expectation(m, v).dv)
+    return GaussianPosterior(m, _inverse_plus(K, lam))
+
+
+def test_exact_methods_converge_to_the_optimum_on_khan2017_gpc_and_gauss_hermite_50_does_not():
+    """khan2017-gpc, split 0, 300 per class (latent sd 16–88): the issue's acceptance test.
+
+    With accurate expectations CVI-exact and NC-VMP end within 0.05% of the optimum
+    (108.84) and Chol within 0.1% (all three agree to ~1e-12); with the paper's
+    50-node Gauss–Hermite CVI-exact stops ~1.1% above it (110.04).
+    """
+    from svibench.algorithms.ncvmp import NCVMP
+
+    model = GPClassification(usps_3v5(n_per_class=300, split=0), log_lengthscale=2.5, log_sigma_f=5.0)
+    best = -model.elbo(_opper_archambeau(model))
+    assert abs(best - 108.84) < 0.01
+
+    def final(alg, steps):
+        alg.init(model, np.random.default_rng(0))
+        for _ in range(steps):
+            alg.step()
+        return -model.elbo(alg.posterior())
+
+    sites = {"init_lam1": 1e-3, "init_lam2": -5e-4}
+    assert final(CVI(expectations="exact", w=1.0, **sites), 300) < best * (1 + 5e-4)
+    assert final(NCVMP(damping=0.5, init_theta1=1e-3, init_theta2=-5e-4), 300) < best * (1 + 5e-4)
+    assert final(Chol(iterations_per_step=10), 30) < best * (1 + 1e-3)
+    paper = final(CVI(expectations="exact", quadrature="gauss-hermite-50", w=1.0, **sites), 300)
+    assert paper > best * (1 + 5e-3)
