@@ -99,6 +99,7 @@ class FullGaussian:
     def __init__(self, dim: int, *, init_scale: float = 0.1) -> None:
         self.dim = dim
         self._rows, self._cols = np.tril_indices(dim, -1)
+        self._strict = np.tri(dim, k=-1, dtype=bool)  # the strictly-lower entries, in tril_indices' (row-major) order
         self.n_params = 2 * dim + len(self._rows)
         self.n_blocks = 1
         self.param_block = np.zeros(self.n_params, dtype=int)
@@ -109,7 +110,7 @@ class FullGaussian:
         D = self.dim
         m, rho = phi[:D], phi[D:2 * D]
         U = np.eye(D)
-        U[self._rows, self._cols] = phi[2 * D:]
+        U[self._strict] = phi[2 * D:]
         return m, rho, softplus(rho), U
 
     def scale_tril(self, phi: np.ndarray) -> np.ndarray:
@@ -117,11 +118,6 @@ class FullGaussian:
         _, _, s, U = self._unpack(phi)
         return s[:, None] * U
 
-    def _pack_grad(self, gm: np.ndarray, gL: np.ndarray, phi: np.ndarray) -> np.ndarray:
-        """φ-gradient from the gradient ``gL`` w.r.t. a lower-triangular L: by L_ij = s_i U_ij,
-        ∂/∂s_i = Σ_j gL_ij U_ij (then ∂s/∂ρ = σ(ρ)) and ∂/∂U_ij = s_i gL_ij."""
-        _, rho, s, U = self._unpack(phi)
-        return np.concatenate([gm, np.sum(gL * U, axis=1) * expit(rho), (s[:, None] * gL)[self._rows, self._cols]])
 
     def init_params(self, rng):
         return np.concatenate([np.zeros(self.dim), np.full(self.dim, softplus_inv(self.init_scale)),
@@ -146,7 +142,7 @@ class FullGaussian:
         out = np.empty((z.shape[0], self.n_params))
         out[:, :D] = u.T
         out[:, D:2 * D] = (u * (U @ eps) - 1.0 / s[:, None]).T * expit(rho)
-        out[:, 2 * D:] = (s[self._rows, None] * u[self._rows] * eps[self._cols]).T
+        out[:, 2 * D:] = (s[self._rows, None] * u[self._rows] * eps[self._cols]).T  # tril_indices order = the mask's
         return out
 
     def draw_noise(self, rng, size):
@@ -157,8 +153,11 @@ class FullGaussian:
         return m + (eps @ U.T) * s
 
     def transform_vjp(self, phi, eps, grad_z):
-        """Σ_s (∂z_s/∂φ)ᵀ g_s with z = m + Lε: ∂/∂m = Σ g_s, ∂/∂L = tril(Σ g_s ε_sᵀ)."""
-        return self._pack_grad(grad_z.sum(0), np.tril(grad_z.T @ eps), phi)
+        """Σ_s (∂z_s/∂φ)ᵀ g_s with z = m + Lε = m + s∘(Uε): ∂/∂m = Σ g_s, ∂/∂s = Σ g_s∘(Uε_s)
+        (then ∂s/∂ρ = σ(ρ)), ∂/∂U_ij = s_i Σ_s g_si ε_sj (i > j)."""
+        _, rho, s, U = self._unpack(phi)
+        g_U = (grad_z * s).T @ eps
+        return np.concatenate([grad_z.sum(0), np.sum(grad_z * (eps @ U.T), axis=0) * expit(rho), g_U[self._strict]])
 
     def grad_log_q(self, phi, eps):
         """∇_z log q(z | φ) at z = m + Lε: −(LLᵀ)⁻¹Lε = −L⁻ᵀε, shape (S, dim)."""
@@ -169,8 +168,10 @@ class FullGaussian:
         return float(np.sum(np.log(s)) + 0.5 * self.dim * (1.0 + _LOG2PI))
 
     def entropy_grad(self, phi):
-        _, _, s, _ = self._unpack(phi)
-        return self._pack_grad(np.zeros(self.dim), np.diag(1.0 / s), phi)
+        """H = Σ log s_i + const: only ρ moves it, by σ(ρ)/s."""
+        D = self.dim
+        rho = phi[D:2 * D]
+        return np.concatenate([np.zeros(D), expit(rho) / softplus(rho), np.zeros(self.n_params - 2 * D)])
 
     def posterior(self, phi: np.ndarray) -> GaussianPosterior:
         L = self.scale_tril(phi)
