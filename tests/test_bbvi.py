@@ -256,3 +256,45 @@ def test_gradient_memory_bound_is_a_lower_bound_and_a_problem_too_large_is_refus
     with pytest.raises(MemoryError, match="n_samples=100 on this bpfa problem .* use fewer samples or a smaller problem"):
         BBVI(n_samples=100).init(bpfa, np.random.default_rng(0))
     BBVI(n_samples=99).init(bpfa, np.random.default_rng(0))  # just under half: accepted
+
+
+_STUDY = """
+[study]
+name = "t"
+seeds = [0]
+
+[budget]
+iterations = 5
+
+[[problem]]
+model = "logreg"
+dataset = "breast-cancer"
+
+[[algorithm]]
+name = "{name}"
+params = {params}
+"""
+
+
+@pytest.mark.parametrize("name, params, message", [
+    ("bbvi", '{ optimizer = "nesterov" }', "unknown optimizer 'nesterov': use one of adadelta, adagrad, adam, rmsprop, sgd"),
+    ("bbvi-reparam", '{ optimizer = "Adam" }', "unknown optimizer 'Adam': use one of"),
+    ("bbvi-reparam", "{ learning_rate = 0.0 }", "learning_rate must be > 0, got 0.0"),
+    ("bbvi", "{ learning_rate = -0.5 }", "learning_rate must be > 0, got -0.5"),
+    ("bbvi", "{ stick_the_landing = true }", "stick_the_landing needs estimator = 'reparam'"),
+    ("gamma-sgvb", "{ step_size = 0.0 }", "step_size > 0"),
+])
+def test_bad_optimizer_settings_stop_the_study_at_load_in_one_line(tmp_path, name, params, message):
+    from svibench.study import StudyError, load_study
+
+    path = tmp_path / "study.toml"
+    path.write_text(_STUDY.format(name=name, params=params))
+    with pytest.raises(StudyError) as info:
+        load_study(path)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_bbvi_reparam_defaults_to_adam_with_one_draw_and_score_to_adagrad_with_100():
+    reparam, score = BBVI(estimator="reparam"), BBVI()
+    assert (reparam.optimizer_name, reparam.draws) == ("adam", 1)
+    assert (score.optimizer_name, score.draws) == ("adagrad", 100)
