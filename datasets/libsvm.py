@@ -180,6 +180,6 @@ def covtype(*, split: int = 0) -> Dataset:
     """covtype.libsvm.binary.scale (581,012 × 54) — not obtainable on this machine."""
     raise DatasetUnavailable(
         "covtype: the CVI authors' log_reg/datasets/covtype_binary_scale.mat (emtiyaz/cvi) is too large to be "
-        "held in the stored repository snapshots and no other pinned copy was found (SOURCES.md, 'Not found'); "
-        "place covtype.libsvm.binary.scale in the data directory by hand to add it"
+        "held in the stored repository snapshots and no other pinned copy with a known SHA-256 was found "
+        "(SOURCES.md, 'Not found'), so svibench has no loader for it; remove the covtype problem from the study"
     )

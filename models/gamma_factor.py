@@ -37,14 +37,12 @@ from scipy.special import logsumexp
 
 from svibench.capabilities.mean_field import Blocks, gamma_draws, gamma_mean_gradient
 from svibench.data import Dataset
-from svibench.expfam import GammaNatural
+from svibench.expfam import LOG_2PI, GammaNatural
 from svibench.model import IncompatibleData, Model
 
 from .gamma_family import MeanFieldGamma
 
 __all__ = ["GammaFactor"]
-
-LOG_2PI = np.log(2.0 * np.pi)
 
 
 class GammaFactor(Model):

@@ -15,13 +15,11 @@ from scipy.special import gammaln, logsumexp
 
 from svibench.capabilities import ConjugatePosterior, Globals, LocalApprox
 from svibench.data import Dataset
-from svibench.expfam import DirichletNatural
+from svibench.expfam import LOG_2PI, DirichletNatural
 from svibench.expfam.normal_gamma import NormalGammaNatural
 from svibench.model import Model
 
 __all__ = ["GaussianMixture", "MixtureMoments"]
-
-_HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
 
 
 @dataclass(frozen=True)
@@ -45,7 +43,7 @@ class MixtureMoments:
             + x @ self.tau_mu.T
             - 0.5 * self.tau_mu2.sum(1)
             + 0.5 * self.log_tau.sum(1)
-            - x.shape[1] * _HALF_LOG_2PI
+            - 0.5 * x.shape[1] * LOG_2PI
         )
         return self.log_pi + quad
 
@@ -70,6 +68,7 @@ class GaussianMixture(Model):
                                            "dataset_params": {"n": 300, "n_test": 100, "dim": 2, "components": 3, "seed": 0}}
     data_kinds = ("density",)
     metrics = ("elbo", "heldout_loglik")
+    posterior_types = (ConjugatePosterior,)
     local_kinds: ClassVar[tuple[str, ...]] = ("mf", "gibbs")
     init_methods: ClassVar[tuple[str, ...]] = ("random",)
 

@@ -38,6 +38,7 @@ class BayesianLinearRegression(Model):
                                            "dataset_params": {"n": 300, "n_test": 100, "dim": 3, "seed": 0}}
     data_kinds = ("regression",)
     metrics = ("elbo", "heldout_loglik", "posterior_kl")
+    posterior_types = (ConjugatePosterior,)
     local_kinds: ClassVar[tuple[str, ...]] = ("mf",)
     init_methods: ClassVar[tuple[str, ...]] = ("prior",)
 

@@ -159,6 +159,9 @@ def _cmd_new(args: argparse.Namespace) -> int:
     except ScaffoldError as exc:
         print(f"svibench: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`svibench list | head`): no traceback, as Python's docs advise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     folder = written[0].parent
     print("wrote " + ", ".join(str(path) for path in written))
     print(f"next: pip install -e {folder}   # then `svibench list` shows {args.name!r}\n"
@@ -234,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     except (StudyError, RegistryError, DataError, ResultsError, SweepError, ExecutorError) as exc:
         print(f"svibench: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`svibench list | head`): no traceback, as Python's docs advise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import numpy as np
 
 from .data import Dataset
 
-__all__ = ["Model", "IncompatibleData"]
+__all__ = ["Model", "IncompatibleData", "evaluate_posterior"]
 
 
 class IncompatibleData(ValueError):
@@ -31,6 +31,9 @@ class Model:
     name: ClassVar[str]
     data_kinds: ClassVar[tuple[str, ...]]
     metrics: ClassVar[tuple[str, ...]] = ("elbo", "heldout_loglik")
+    #: The posterior types :meth:`evaluate` takes (empty: not checked), so that an algorithm
+    #: handing out anything else is told so in one line instead of failing inside ``evaluate``.
+    posterior_types: ClassVar[tuple[type, ...]] = ()
 
     def __init__(self, data: Dataset) -> None:
         if data.kind not in self.data_kinds:
@@ -61,3 +64,15 @@ class Model:
         algorithm's generator, so evaluation never perturbs a trajectory.
         """
         raise NotImplementedError
+
+
+def evaluate_posterior(model: Model, posterior: Any, rng: np.random.Generator) -> dict[str, float]:
+    """``model.evaluate(posterior, rng)``, after checking that ``model`` takes a posterior of that type
+    (:attr:`Model.posterior_types`): a TypeError that says what it takes, instead of a failure inside
+    ``evaluate``.  The runner and the conformance suite evaluate through it."""
+    types = type(model).posterior_types
+    if types and not isinstance(posterior, types):
+        takes = " or ".join(f"{t.__module__}.{t.__qualname__}" for t in types)
+        raise TypeError(f"model {model.name!r} evaluates a {takes}; the algorithm's posterior() returned a "
+                        f"{type(posterior).__name__}")
+    return model.evaluate(posterior, rng)

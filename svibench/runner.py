@@ -20,7 +20,7 @@ import numpy as np
 import xarray as xr
 
 from .algorithm import Algorithm, Diverged
-from .model import Model
+from .model import Model, evaluate_posterior
 from .problem import build_model
 from .registry import get_registry
 from .spec import RunSpec, canonical_json
@@ -73,7 +73,7 @@ class _Trajectory:
                algorithm_seconds: float) -> None:
         """Evaluate the current posterior and add its row; raise :class:`Diverged` on a non-finite metric."""
         t_eval = time.perf_counter()
-        values = model.evaluate(alg.posterior(), rng)
+        values = evaluate_posterior(model, alg.posterior(), rng)
         self.evaluation_seconds += time.perf_counter() - t_eval
         unknown = set(values) - set(self.metrics)
         if unknown:

@@ -20,3 +20,10 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 def faulty_plugin() -> str:
     """Path of the plugin file with deliberately failing/diverging/slow test algorithms."""
     return str(HERE / "plugins" / "faulty.py")
+
+
+@pytest.fixture
+def picky_plugin() -> str:
+    """Path of the plugin file whose algorithm rejects its default hyperparameters and fails if
+    ``init`` runs before ``check_params``."""
+    return str(HERE / "plugins" / "picky.py")

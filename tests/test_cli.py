@@ -172,3 +172,13 @@ def test_new_algorithm_refuses_a_name_the_registry_already_has(tmp_path, name):
                                             "choose another name"):
         new_algorithm(name, tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+def test_list_into_a_closed_pipe_ends_without_a_traceback():
+    """`svibench list | head -1`: the reader closes the pipe early; svibench stops quietly."""
+    import subprocess
+    import sys
+    proc = subprocess.run(f"'{sys.executable}' -m svibench.cli list | head -1", shell=True, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.stdout.startswith("Algorithms:")
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr

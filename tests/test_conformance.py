@@ -41,27 +41,13 @@ def test_small_problem_of_each_model_builds_small(model):
     assert 0 < built.n_train <= 2000, "a conformance problem must be small (the suite runs it dozens of times)"
 
 
-def test_the_suite_checks_hyperparameters_before_init_as_the_runner_does():
+def test_the_suite_checks_hyperparameters_before_init_as_the_runner_does(picky_plugin):
     """Algorithms no longer call check_params in init: the suite's runs call it first, so a rejected
     value is reported as check_params' error, not as whatever init does with it."""
-    from svibench.algorithm import Algorithm
     from svibench.testing import CheckFailed, resolve
     from svibench.testing.checks import check_params_round_trip, check_runs_on_claimed_models
 
-    class Picky(Algorithm):
-        name = "test-picky"
-
-        def __init__(self, *, rate: float = -1.0):
-            self.rate = rate
-
-        def check_params(self):
-            if not self.rate > 0:
-                raise ValueError(f"rate must be > 0, got {self.rate}")
-
-        def init(self, model, rng):
-            raise RuntimeError("init ran before check_params")
-
-    subject = resolve(Picky)[0]
+    subject = resolve(picky_plugin)[0]
     with pytest.raises(CheckFailed, match=r"check_params raised ValueError: rate must be > 0, got -1\.0"):
         check_runs_on_claimed_models(subject)
     with pytest.raises(CheckFailed, match="rejects the default hyperparameters"):

@@ -100,36 +100,10 @@ def test_an_unknown_algorithm_in_a_spec_fails_the_run_with_the_valid_names():
     assert ds.attrs["status"] == "failed" and "valid names" in ds.attrs["message"]
 
 
-PICKY = '''
-from svibench.algorithm import Algorithm
-
-
-class Picky(Algorithm):
-    name = "test-picky"
-
-    def __init__(self, *, rate: float = -1.0):
-        self.rate = rate
-
-    def check_params(self):
-        if not self.rate > 0:
-            raise ValueError(f"rate must be > 0, got {self.rate}")
-
-    def init(self, model, rng):
-        raise RuntimeError("init ran before check_params")
-
-    def step(self):
-        return 1
-
-    def posterior(self):
-        return None
-'''
-
-
-def test_the_runner_checks_hyperparameters_before_init(tmp_path):
+def test_the_runner_checks_hyperparameters_before_init(picky_plugin):
     """Algorithms do not call check_params themselves: the runner does, before init, and a rejected
     value ends the run failed with check_params' message."""
-    plugin = tmp_path / "picky.py"
-    plugin.write_text(PICKY)
+    plugin = picky_plugin
     ds = execute(spec("test-picky", {"rate": -2.0}, plugins=(str(plugin),)))
     assert ds.attrs["status"] == "failed"
     assert ds.attrs["message"].startswith("ValueError: rate must be > 0, got -2.0")
@@ -144,3 +118,19 @@ def test_runs_of_one_problem_share_its_model_and_uncached_builds_are_fresh():
     assert build_model(GMM) is build_model(GMM)
     fresh = build_model(GMM, cache=False)
     assert fresh is not build_model(GMM) and fresh.n_train == build_model(GMM).n_train == 600
+
+
+def test_a_posterior_of_the_wrong_type_is_named_in_one_line(tmp_path):
+    """A model that declares its posterior types refuses another type before evaluating it."""
+    plugin = tmp_path / "bare.py"
+    plugin.write_text(
+        "from svibench.algorithm import Algorithm\n\n\n"
+        "class Bare(Algorithm):\n    name = 'test-bare'\n\n"
+        "    def init(self, model, rng):\n        self.lam_ = model.prior_natural()\n\n"
+        "    def step(self):\n        return 1\n\n"
+        "    def posterior(self):\n        return self.lam_\n")
+    ds = execute(spec("test-bare", {}, plugins=(str(plugin),)))
+    assert ds.attrs["status"] == "failed"
+    assert ds.attrs["message"].startswith(
+        "TypeError: model 'gmm' evaluates a svibench.capabilities.conjugate.ConjugatePosterior; "
+        "the algorithm's posterior() returned a dict")

@@ -332,7 +332,7 @@ def test_data_that_cannot_be_loaded_stops_the_sweep_before_any_run(tmp_path, mon
         run_study(bad_params, tmp_path / "out2", run_local, progress=False)
 
 
-def test_an_unavailable_dataset_stops_the_sweep_before_any_run_saying_where_and_how_to_get_it(tmp_path, capsys):
+def test_an_unavailable_dataset_stops_the_sweep_before_any_run_saying_where_and_what_to_do(tmp_path, capsys):
     """covtype cannot be provided on this machine: the sweep stops at once with one message naming the
     problem, the file, the data directory and the advice, and makes no run (it used to record every run
     of the problem as failed and exit 0).  The problems whose data load are not named."""
@@ -362,7 +362,7 @@ def test_an_unavailable_dataset_stops_the_sweep_before_any_run_saying_where_and_
     message = str(info.value)
     assert message.startswith("nothing was run")
     assert f"logreg/covtype: dataset 'covtype' is not available (data directory {data_dir()})" in message
-    assert "covtype_binary_scale.mat" in message and "by hand" in message
+    assert "covtype_binary_scale.mat" in message and "remove the covtype problem" in message
     assert "australian" not in message
     assert not (tmp_path / "out" / "runs").exists()
     assert main(["run", str(study), "-o", str(tmp_path / "cli"), "--quiet", "--no-report"]) != 0

@@ -69,6 +69,7 @@ class BPFA(Model):
     name = "bpfa"
     data_kinds = ("factor", "images")
     metrics = ("elbo", "heldout_loglik", "mse", "draw_mse", "psnr", "psnr_fit")
+    posterior_types = (ConjugatePosterior, ChainState)
     local_kinds: ClassVar[tuple[str, ...]] = tuple(LOCALS)
     local_starts: ClassVar[tuple[str, ...]] = LOCAL_STARTS
     family_kinds: ClassVar[tuple[str, ...]] = ("meanfield",)

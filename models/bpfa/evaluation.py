@@ -26,13 +26,12 @@ import numpy as np
 
 from svibench.capabilities import Globals, LocalApprox
 from svibench.capabilities.conjugate import ConjugatePosterior
+from svibench.expfam import LOG_2PI
 
 from .chain import ChainState, point_view
 from .local import LOCALS, FactorQ, GlobalMoments, draws_from_q, gibbs, local_elbo
 
 __all__ = ["expected_view", "sampled_view", "predictive_chunks", "heldout_metrics"]
-
-_LOG_2PI = np.log(2.0 * np.pi)
 
 
 def expected_view(lam: Globals) -> GlobalMoments:
@@ -101,7 +100,7 @@ def heldout_metrics(means: np.ndarray, gammas: np.ndarray, truth: np.ndarray, te
     data's original units (× ``scale``², the standardisation's sd per column), predictive mean (n, D))."""
     g = gammas[:, None, None]
     sq = (truth - means) ** 2
-    logp = (test * (0.5 * (np.log(g) - _LOG_2PI) - 0.5 * g * sq)).sum(-1)  # (M, n)
+    logp = (test * (0.5 * (np.log(g) - LOG_2PI) - 0.5 * g * sq)).sum(-1)  # (M, n)
     top = logp.max(0)
     row_ll = top + np.log(np.exp(logp - top).mean(0))
     mean = means.mean(0)

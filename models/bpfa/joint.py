@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 from svibench.capabilities.conjugate import ConjugatePosterior
-from svibench.expfam import BetaNatural, GammaNatural, GaussianDiagNatural
+from svibench.expfam import LOG_2PI, BetaNatural, GammaNatural, GaussianDiagNatural
 
 from .local import FactorQ
 from ..gamma_family import MeanFieldGamma
@@ -38,8 +38,6 @@ from ..gaussian_families import MeanFieldGaussian
 from ..score_families import MeanFieldBernoulli, MeanFieldBeta, ProductFamily
 
 __all__ = ["BPFAFamily", "log_joint", "log_joint_blocks"]
-
-_LOG_2PI = np.log(2.0 * np.pi)
 
 
 class BPFAFamily(ProductFamily):
@@ -103,12 +101,12 @@ def _terms(model: Any, family: BPFAFamily, z: np.ndarray, batch: np.ndarray | No
     log_pi, log_1m_pi = np.log(v["pi"]), np.log1p(-v["pi"])
     go, gw = v["gamma_obs"], v["gamma_w"]
     resid = model.M * (model.Y - (v["Z"] * v["W"]) @ v["phi"])                       # (S, N, D)
-    entry = model.M * (0.5 * (np.log(go) - _LOG_2PI))[:, None, None] - 0.5 * go[:, None, None] * resid**2
+    entry = model.M * (0.5 * (np.log(go) - LOG_2PI))[:, None, None] - 0.5 * go[:, None, None] * resid**2
     return {
         "entry": entry,                                                                   # (S, N, D)
         **{name: prior[name].log_pdf(v[name]) for name in ("pi", "phi", "gamma_obs", "gamma_w")},
         "z": np.where(v["Z"] > 0, log_pi[:, None, :], log_1m_pi[:, None, :]),           # (S, N, K)
-        "w": (0.5 * (np.log(gw) - _LOG_2PI))[:, None, None] - 0.5 * gw[:, None, None] * v["W"]**2,
+        "w": (0.5 * (np.log(gw) - LOG_2PI))[:, None, None] - 0.5 * gw[:, None, None] * v["W"]**2,
     }
 
 

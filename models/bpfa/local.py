@@ -59,6 +59,7 @@ import numpy as np
 from scipy.special import expit
 
 from svibench.capabilities.conjugate import LOCAL_KINDS, LocalApprox
+from svibench.expfam import LOG_2PI
 
 from . import kernels
 
@@ -82,7 +83,6 @@ __all__ = [
     "draws_from_q",
 ]
 
-_LOG_2PI = np.log(2.0 * np.pi)
 #: Default tolerance of the local coordinate ascent: a row stops after the first sweep in which
 #: its θ_ik moved by less than this on average over k (the per-document rule and threshold,
 #: ``meanchangethresh``, of Hoffman, Blei & Bach's online LDA, 2010).
@@ -524,18 +524,18 @@ def local_elbo(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, q: FactorQ) ->
     R = M * (Y - ex @ view.phi)
     resid2 = (R**2).sum(1) + (ex2 * (M @ view.phi2.T)).sum(1) - (ex**2 * (M @ (view.phi**2).T)).sum(1)
     n_obs = M.sum(1)
-    loglik = 0.5 * n_obs * (view.log_gamma_obs - _LOG_2PI) - 0.5 * view.gamma_obs * resid2
+    loglik = 0.5 * n_obs * (view.log_gamma_obs - LOG_2PI) - 0.5 * view.gamma_obs * resid2
     th = q.theta
     prior_z = (th * view.log_pi + (1.0 - th) * view.log_1m_pi).sum(1)
     if q.spec.printed:
         w2 = q.mean_w**2 + q.var_w
-    prior_w = (0.5 * (view.log_gamma_w - _LOG_2PI) - 0.5 * view.gamma_w * w2).sum(1)
+    prior_w = (0.5 * (view.log_gamma_w - LOG_2PI) - 0.5 * view.gamma_w * w2).sum(1)
     with np.errstate(divide="ignore", invalid="ignore"):
         h_z = -(np.where(th > 0, th * np.log(th), 0.0) + np.where(th < 1, (1 - th) * np.log1p(-th), 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):  # v = 0 where θ = 0 (printed objective)
-        h_slab = 0.5 * (np.log(q.var_w) + _LOG_2PI + 1.0)
+        h_slab = 0.5 * (np.log(q.var_w) + LOG_2PI + 1.0)
         if q.spec.prior_off:
-            h_w = np.where(th > 0, th * h_slab, 0.0) + (1.0 - th) * 0.5 * (_LOG_2PI + 1.0 - np.log(q.gamma_w))
+            h_w = np.where(th > 0, th * h_slab, 0.0) + (1.0 - th) * 0.5 * (LOG_2PI + 1.0 - np.log(q.gamma_w))
         else:
             h_w = h_slab
     return loglik + prior_z + prior_w + (h_z + h_w).sum(1)

@@ -6,7 +6,7 @@ type ``FMean`` (frozen dataclasses of arrays batched by shape), converted by
 arithmetic of SVI updates, e.g. ``lam = (1 - rho) * lam + rho * (eta + scale * stats)``.
 """
 
-from .base import MeanParametrization, NaturalParametrization, Parametrization
+from .base import LOG_2PI, MeanParametrization, NaturalParametrization, Parametrization
 from .bernoulli import BernoulliMean, BernoulliNatural
 from .beta import BetaMean, BetaNatural
 from .categorical import CategoricalMean, CategoricalNatural
@@ -17,6 +17,7 @@ from .gaussian_full import GaussianFullMean, GaussianFullNatural
 from .normal_gamma import NormalGammaMean, NormalGammaNatural
 
 __all__ = [
+    "LOG_2PI",
     "Parametrization",
     "NaturalParametrization",
     "MeanParametrization",

@@ -32,7 +32,10 @@ from typing import ClassVar, Self
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["Parametrization", "NaturalParametrization", "MeanParametrization"]
+__all__ = ["Parametrization", "NaturalParametrization", "MeanParametrization", "LOG_2PI"]
+
+#: log 2π, the Gaussian normaliser's constant (one definition for every module).
+LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 def _require(condition: ArrayLike, message: str) -> None:

@@ -17,11 +17,9 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .base import MeanParametrization, NaturalParametrization, _require, _size_tuple
+from .base import LOG_2PI, MeanParametrization, NaturalParametrization, _require, _size_tuple
 
 __all__ = ["GaussianDiagNatural", "GaussianDiagMean"]
-
-_LOG_2PI = np.log(2 * np.pi)
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,7 +57,7 @@ class GaussianDiagNatural(NaturalParametrization):
 
     def log_partition(self) -> np.ndarray:
         self._check_domain()
-        return -self.eta1**2 / (4 * self.eta2) - 0.5 * np.log(-2 * self.eta2) + 0.5 * _LOG_2PI
+        return -self.eta1**2 / (4 * self.eta2) - 0.5 * np.log(-2 * self.eta2) + 0.5 * LOG_2PI
 
     def to_mean(self) -> GaussianDiagMean:
         m, v = self.mean_var()
@@ -68,13 +66,13 @@ class GaussianDiagNatural(NaturalParametrization):
     def entropy(self) -> np.ndarray:
         """``½ log(2πe v)`` (closed form; avoids the ``A - <η, μ>`` cancellation)."""
         _, v = self.mean_var()
-        return 0.5 * (np.log(v) + _LOG_2PI + 1.0)
+        return 0.5 * (np.log(v) + LOG_2PI + 1.0)
 
     def log_pdf(self, x: ArrayLike) -> np.ndarray:
         """``-½ (x - m)²/v - ½ log(2π v)``."""
         m, v = self.mean_var()
         x = np.asarray(x, dtype=float)
-        return -0.5 * (x - m) ** 2 / v - 0.5 * (np.log(v) + _LOG_2PI)
+        return -0.5 * (x - m) ** 2 / v - 0.5 * (np.log(v) + LOG_2PI)
 
     @classmethod
     def sufficient_statistics(cls, x: ArrayLike) -> GaussianDiagMean:

@@ -26,11 +26,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.linalg import solve_triangular
 
-from .base import MeanParametrization, NaturalParametrization, _require, _size_tuple
+from .base import LOG_2PI, MeanParametrization, NaturalParametrization, _require, _size_tuple
 
 __all__ = ["GaussianFullNatural", "GaussianFullMean"]
-
-_LOG_2PI = np.log(2 * np.pi)
 
 
 def _sym(a: np.ndarray) -> np.ndarray:
@@ -131,7 +129,7 @@ class GaussianFullNatural(NaturalParametrization):
         chol = self._chol()
         w = _tri_solve(chol, self.eta1[..., None], trans=False)[..., 0]
         log_det = np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
-        return 0.5 * (w**2).sum(-1) - log_det + 0.5 * chol.shape[-1] * _LOG_2PI
+        return 0.5 * (w**2).sum(-1) - log_det + 0.5 * chol.shape[-1] * LOG_2PI
 
     def to_mean(self) -> GaussianFullMean:
         m, cov = self.mean_cov()
@@ -141,7 +139,7 @@ class GaussianFullNatural(NaturalParametrization):
         """``½ log det(2πe Σ) = (D/2)(1 + log 2π) - Σᵢ log Lᵢᵢ``."""
         chol = self._chol()
         d = chol.shape[-1]
-        return 0.5 * d * (1.0 + _LOG_2PI) - np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
+        return 0.5 * d * (1.0 + LOG_2PI) - np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
 
     def log_pdf(self, x: ArrayLike) -> np.ndarray:
         """``-½ |Lᵀ(x - m)|² + Σᵢ log Lᵢᵢ - (D/2) log 2π``."""
@@ -150,7 +148,7 @@ class GaussianFullNatural(NaturalParametrization):
         r = np.asarray(x, dtype=float) - m
         z = (r[..., None, :] @ chol)[..., 0, :]  # (Lᵀ r)ᵀ = rᵀ L
         log_det = np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
-        return -0.5 * (z**2).sum(-1) + log_det - 0.5 * chol.shape[-1] * _LOG_2PI
+        return -0.5 * (z**2).sum(-1) + log_det - 0.5 * chol.shape[-1] * LOG_2PI
 
     @classmethod
     def sufficient_statistics(cls, x: ArrayLike) -> GaussianFullMean:

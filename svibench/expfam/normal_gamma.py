@@ -24,12 +24,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import digamma, gammaln, polygamma
 
-from .base import MeanParametrization, NaturalParametrization, _require, _size_tuple
+from .base import LOG_2PI, MeanParametrization, NaturalParametrization, _require, _size_tuple
 from .gamma import _invert_log_minus_digamma
 
 __all__ = ["NormalGammaNatural", "NormalGammaMean"]
-
-_HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,7 +72,7 @@ class NormalGammaNatural(NaturalParametrization):
 
     def log_partition(self) -> np.ndarray:
         m, kappa, a, b = self.params()
-        return gammaln(a) - a * np.log(b) - 0.5 * np.log(kappa) + _HALF_LOG_2PI
+        return gammaln(a) - a * np.log(b) - 0.5 * np.log(kappa) + 0.5 * LOG_2PI
 
     def to_mean(self) -> NormalGammaMean:
         m, kappa, a, b = self.params()

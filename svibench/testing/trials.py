@@ -11,6 +11,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import numpy as np
 
 from ..algorithm import Algorithm
+from ..model import evaluate_posterior
 from .subjects import CheckFailed, CheckSkipped, SmallProblem, Subject
 
 __all__ = ["new_rng", "leaves", "differences", "data_arrays", "global_random_state", "Trial", "trial"]
@@ -93,7 +94,7 @@ class Trial:
     first: dict[str, float]
 
     def metrics(self) -> dict[str, float]:
-        return self.model.evaluate(self.alg.posterior(), new_rng(0))
+        return evaluate_posterior(self.model, self.alg.posterior(), new_rng(0))
 
 
 def trial(subject: Subject, problem: SmallProblem, seed: int, steps: int, *,
@@ -108,14 +109,14 @@ def trial(subject: Subject, problem: SmallProblem, seed: int, steps: int, *,
         phase = "init"
         alg.init(model, rng)
         phase = "evaluate after init"
-        first = model.evaluate(alg.posterior(), new_rng(0))
+        first = evaluate_posterior(model, alg.posterior(), new_rng(0))
         touched = []
         for t in range(1, steps + 1):
             phase = f"step {t}"
             touched.append(alg.step())
             if evaluate_each:
                 phase = f"evaluate after step {t}"
-                model.evaluate(alg.posterior(), new_rng(t))
+                evaluate_posterior(model, alg.posterior(), new_rng(t))
     except (CheckFailed, CheckSkipped):
         raise
     except Exception as exc:
