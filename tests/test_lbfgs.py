@@ -50,15 +50,17 @@ def test_the_two_loop_direction_is_the_inverse_bfgs_hessian_times_the_gradient()
     np.testing.assert_allclose(run.direction(), -H @ run.g, rtol=1e-10)
 
 
+def _chol_after(model, iterations_per_step, steps):
+    alg = Chol(iterations_per_step=iterations_per_step)
+    alg.init(model, np.random.default_rng(0))
+    for _ in range(steps):
+        alg.step()
+    return alg
+
+
 def test_chol_is_one_lbfgs_run_and_reaches_scipys_optimum():
     model = BayesianLogisticRegression(breast_cancer(split=0), delta=1.0)
-    steps = Chol(iterations_per_step=3)
-    steps.init(model, np.random.default_rng(0))
-    for _ in range(10):
-        steps.step()
-    once = Chol(iterations_per_step=30)
-    once.init(model, np.random.default_rng(0))
-    once.step()
+    steps, once = _chol_after(model, 3, 10), _chol_after(model, 30, 1)
     np.testing.assert_array_equal(steps.lbfgs_.x, once.lbfgs_.x)
 
     once.lbfgs_.iterate(3000)
