@@ -175,7 +175,9 @@ class VMP(_ConjugateFamily):
     global set to its optimum λ = η + Σᵢ η̂ᵢ (Winn & Bishop 2005; Hoffman et al.
     2013, eq. 14).  With exact local updates (the mixture) the ELBO never
     decreases; with iterative ones (BPFA's coordinate ascent, restarted every
-    iteration and stopped at ``inner_tol``) only up to that tolerance.
+    iteration and stopped at ``inner_tol``) only up to that tolerance.  On the
+    Pólya-Gamma-augmented logistic models (logreg, gpc) it is the EM of the
+    Jaakkola–Jordan bound (``models.polya_gamma``).
 
     Parameters
     ----------
