@@ -3,7 +3,8 @@
 The baseline of Khan & Lin (2017, §7, Table 4) on the gamma factor model.
 Each iteration draws ``n_samples`` (Knowles: one) reparameterised samples of
 q, forms ĝ = (1/S) Σ_s (∂z/∂φ)ᵀ ∇_z log p(y, z_s) + ∇_φ H[q] (analytic
-entropy), and takes an Adadelta step on the softplus parameters φ:
+entropy), and takes an Adadelta step (:class:`svibench.optim.Adadelta`) on the softplus
+parameters φ:
 
     G ← ρ ĝ² + (1 − ρ) G,
     Δ = ĝ √(X + ε) / √(G + ε),
@@ -29,6 +30,7 @@ import numpy as np
 
 from svibench.algorithm import Algorithm, Diverged
 from svibench.capabilities.log_joint import LogJointGradient, Q
+from svibench.optim import Adadelta
 
 from .bbvi import reparam_gradient
 
@@ -68,17 +70,14 @@ class GammaSGVB(Algorithm, Generic[Q]):
         self.model_, self.rng_ = model, rng
         self.q_ = model.variational_family(model.family_kinds[0])
         self.phi_ = self.q_.init_params(rng)
-        self.ms_grad_ = np.zeros_like(self.phi_)
-        self.ms_step_ = np.zeros_like(self.phi_)
+        self.optimizer_ = Adadelta(self.step_size, rho=self.decay, eps=self.eps)
+        self.state_ = self.optimizer_.init(self.phi_)
 
     def step(self) -> int:
         eps = self.q_.draw_noise(self.rng_, self.n_samples)
         g = reparam_gradient(self.model_, self.q_, self.phi_, eps, None)
-        rho = self.decay
-        self.ms_grad_ = rho * g * g + (1.0 - rho) * self.ms_grad_
-        delta = g * np.sqrt(self.ms_step_ + self.eps) / np.sqrt(self.ms_grad_ + self.eps)
-        self.phi_ = self.phi_ + self.step_size * delta
-        self.ms_step_ = rho * delta * delta + (1.0 - rho) * self.ms_step_
+        delta, self.state_ = self.optimizer_.update(g, self.state_)
+        self.phi_ = self.phi_ + delta
         if not np.all(np.isfinite(self.phi_)):
             raise Diverged("gamma-sgvb: non-finite variational parameters")
         return self.model_.n_train

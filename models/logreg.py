@@ -64,7 +64,13 @@ def logistic_loglik(eta: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndar
     s = (2.0 * y - 1.0).reshape((-1,) + (1,) * (eta.ndim - 1))
     f = -np.logaddexp(0.0, -s * eta)
     p = expit(eta)
-    return f, s * expit(-s * eta), -p * (1.0 - p)
+    return f, logistic_dloglik(eta, y), -p * (1.0 - p)
+
+
+def logistic_dloglik(eta: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """∂ log σ(sη)/∂η = s σ(−sη), s = 2y − 1 (alone: a reparameterised gradient needs nothing else)."""
+    s = (2.0 * y - 1.0).reshape((-1,) + (1,) * (eta.ndim - 1))
+    return s * expit(-s * eta)
 
 
 def predictive_probability(m: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -224,29 +230,32 @@ class BayesianLogisticRegression(LatentLogisticModel):
         return GaussianFullNatural(np.asarray(X.T @ kappa).ravel(), -0.5 * weighted_gram(X, omega))
 
     # -- capability: log joint
-    def _loglik_sum(self, z: np.ndarray, batch: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+    def _loglik_sum(self, z: np.ndarray, batch: np.ndarray | None, grad: bool = False) -> np.ndarray:
+        """Σₙ log p(yₙ | z) per draw (minibatch-scaled), shape (S,); with ``grad`` its z-gradient, (S, D)."""
         X = self.X if batch is None else self.X[batch]
         y = self.y if batch is None else self.y[batch]
         scale = 1.0 if batch is None else self.n_train / len(batch)
-        f, d1, _ = logistic_loglik(X @ z.T, y)  # (n, S)
-        return scale * f.sum(0), scale * np.asarray(X.T @ d1).T
+        eta = X @ z.T  # (n, S)
+        if grad:
+            return scale * np.asarray(X.T @ logistic_dloglik(eta, y)).T
+        return scale * logistic_loglik(eta, y)[0].sum(0)
 
     def _log_prior(self, z: np.ndarray) -> np.ndarray:
         """Per-coordinate log N(z_d | 0, 1/δ_d), shape (S, D)."""
         return 0.5 * (np.log(self.precision) - np.log(2 * np.pi)) - 0.5 * self.precision * z**2
 
     def log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
-        return self._loglik_sum(z, batch)[0] + self._log_prior(z).sum(1)
+        return self._loglik_sum(z, batch) + self._log_prior(z).sum(1)
 
     def log_joint_blocks(self, z: np.ndarray, kind: str, batch: np.ndarray | None = None) -> np.ndarray:
         """Every likelihood term involves every coordinate: block d's Markov blanket is all data plus its prior."""
-        lik = self._loglik_sum(z, batch)[0]
+        lik = self._loglik_sum(z, batch)
         if kind == "full":
             return (lik + self._log_prior(z).sum(1))[:, None]
         return lik[:, None] + self._log_prior(z)
 
     def grad_log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
-        return self._loglik_sum(z, batch)[1] - self.precision * z
+        return self._loglik_sum(z, batch, grad=True) - self.precision * z
 
     # -- evaluation
     def evaluate(self, posterior, rng: np.random.Generator) -> dict[str, float]:

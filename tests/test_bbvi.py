@@ -4,6 +4,7 @@ from __future__ import annotations
 import tracemalloc
 
 import numpy as np
+import scipy.linalg
 import pytest
 
 import svibench.algorithms.bbvi as bbvi_module
@@ -17,6 +18,7 @@ from svibench.models.bpfa import BPFA
 from svibench.models.gaussian_families import FullGaussian, MeanFieldGaussian
 from svibench.models.logreg import BayesianLogisticRegression
 from svibench.models.pmf import PoissonGammaMF
+from svibench.transforms import softplus_inv
 from svibench.models.score_families import MeanFieldBernoulli, MeanFieldBeta, ProductFamily
 
 
@@ -74,7 +76,7 @@ def test_the_toy_model_offers_both_log_joint_capabilities():
 
 
 @pytest.mark.parametrize("kind", ["meanfield", "full"])
-@pytest.mark.parametrize("estimator", ["score", "score+cv", "reparam"])
+@pytest.mark.parametrize("estimator", ["score", "score+cv", "reparam", "reparam+stl"])
 def test_gradient_estimators_are_unbiased(kind, estimator):
     rng = np.random.default_rng(0)
     model = _LinearGaussian(rng)
@@ -84,8 +86,8 @@ def test_gradient_estimators_are_unbiased(kind, estimator):
     R, S = 4000, 20
     draws = []
     for _ in range(R):
-        if estimator == "reparam":
-            draws.append(reparam_gradient(model, family, phi, family.draw_noise(rng, S), None))
+        if estimator.startswith("reparam"):
+            draws.append(reparam_gradient(model, family, phi, family.draw_noise(rng, S), None, estimator.endswith("stl")))
         else:
             z = family.sample(phi, rng, S)
             draws.append(score_gradient(model, family, kind, phi, z, None, estimator == "score+cv"))
@@ -148,6 +150,52 @@ def test_family_transform_and_entropy_gradients_match_differences(family):
     np.testing.assert_allclose(family.entropy_grad(phi), fd_h, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("family", [MeanFieldGaussian(4), FullGaussian(4)])
+def test_grad_log_q_is_the_z_gradient_of_log_q_at_the_draw(family):
+    rng = np.random.default_rng(4)
+    phi = family.init_params(rng) + 0.3 * rng.normal(size=family.n_params)
+    eps = family.draw_noise(rng, 3)
+    z, h = family.transform(phi, eps), 1e-6
+    fd = np.array([(family.log_q_blocks(phi, z + h * e).sum(1) - family.log_q_blocks(phi, z - h * e).sum(1)) / (2 * h)
+                   for e in np.eye(family.dim)]).T
+    np.testing.assert_allclose(family.grad_log_q(phi, eps), fd, rtol=1e-6, atol=1e-6)
+
+
+def test_sticking_the_landing_is_exactly_zero_at_the_exact_posterior():
+    """At q = p(z | y) (the toy model's posterior is Gaussian), ∇_z log p(y, z) = ∇_z log q(z):
+    the STL gradient vanishes for every draw (Roeder et al. 2017, §3), the standard one does not."""
+    rng = np.random.default_rng(5)
+    model = _LinearGaussian(rng)
+    precision = np.eye(model.D) + model.A.T @ model.A / model.noise**2
+    L = np.linalg.cholesky(np.linalg.inv(precision))
+    s = np.diag(L)
+    family = FullGaussian(model.D)
+    phi = np.concatenate([np.linalg.solve(precision, model.A.T @ model.y / model.noise**2), softplus_inv(s),
+                          (L / s[:, None])[np.tril_indices(model.D, -1)]])
+    np.testing.assert_allclose(family.posterior(phi).cov, np.linalg.inv(precision), rtol=1e-12)
+    eps = family.draw_noise(rng, 5)
+    np.testing.assert_allclose(reparam_gradient(model, family, phi, eps, None, True), 0.0, atol=1e-10)
+    assert np.max(np.abs(reparam_gradient(model, family, phi, eps, None))) > 1e-3
+
+
+def test_full_rank_posterior_keeps_its_factor_so_a_wide_diagonal_is_no_linalg_error():
+    """A scale-tril whose diagonal spans ten decades under a large first column (L_d0 = 1, L_dd =
+    1e-10) has an LLᵀ that Cholesky rejects in floating point (as BBVI-reparam's iterates did on
+    colon-cancer); the model's KL uses L itself."""
+    model = BayesianLogisticRegression(breast_cancer(split=0), delta=1.0)
+    D = model.latent_dim
+    family = FullGaussian(D)
+    s = np.r_[1.0, np.full(D - 1, 1e-10)]
+    U = np.eye(D)
+    U[1:, 0] = 1.0 / s[1:]
+    phi = np.concatenate([np.zeros(D), softplus_inv(s), U[np.tril_indices(D, -1)]])
+    q = family.posterior(phi)
+    rng = np.random.default_rng(6)
+    with pytest.raises(np.linalg.LinAlgError):
+        scipy.linalg.cholesky(q.cov, lower=True)
+    assert np.isfinite(model.evaluate(q, rng)["neg_elbo"])
+
+
 def test_logreg_log_joint_gradient_matches_finite_differences():
     model = BayesianLogisticRegression(breast_cancer(split=0), delta=1.0)
     rng = np.random.default_rng(3)
@@ -208,3 +256,45 @@ def test_gradient_memory_bound_is_a_lower_bound_and_a_problem_too_large_is_refus
     with pytest.raises(MemoryError, match="n_samples=100 on this bpfa problem .* use fewer samples or a smaller problem"):
         BBVI(n_samples=100).init(bpfa, np.random.default_rng(0))
     BBVI(n_samples=99).init(bpfa, np.random.default_rng(0))  # just under half: accepted
+
+
+_STUDY = """
+[study]
+name = "t"
+seeds = [0]
+
+[budget]
+iterations = 5
+
+[[problem]]
+model = "logreg"
+dataset = "breast-cancer"
+
+[[algorithm]]
+name = "{name}"
+params = {params}
+"""
+
+
+@pytest.mark.parametrize("name, params, message", [
+    ("bbvi", '{ optimizer = "nesterov" }', "unknown optimizer 'nesterov': use one of adadelta, adagrad, adam, rmsprop, sgd"),
+    ("bbvi-reparam", '{ optimizer = "Adam" }', "unknown optimizer 'Adam': use one of"),
+    ("bbvi-reparam", "{ learning_rate = 0.0 }", "learning_rate must be > 0, got 0.0"),
+    ("bbvi", "{ learning_rate = -0.5 }", "learning_rate must be > 0, got -0.5"),
+    ("bbvi", "{ stick_the_landing = true }", "stick_the_landing needs estimator = 'reparam'"),
+    ("gamma-sgvb", "{ step_size = 0.0 }", "step_size > 0"),
+])
+def test_bad_optimizer_settings_stop_the_study_at_load_in_one_line(tmp_path, name, params, message):
+    from svibench.study import StudyError, load_study
+
+    path = tmp_path / "study.toml"
+    path.write_text(_STUDY.format(name=name, params=params))
+    with pytest.raises(StudyError) as info:
+        load_study(path)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_bbvi_reparam_defaults_to_adam_with_one_draw_and_score_to_adagrad_with_100():
+    reparam, score = BBVI(estimator="reparam"), BBVI()
+    assert (reparam.optimizer_name, reparam.draws) == ("adam", 1)
+    assert (score.optimizer_name, score.draws) == ("adagrad", 100)

@@ -60,10 +60,15 @@ class LatentGaussianPrior:
 
 @dataclass(frozen=True)
 class GaussianPosterior:
-    """q(z) = N(mean, cov) — the posterior every latent-Gaussian algorithm reports."""
+    """q(z) = N(mean, cov) — the posterior every latent-Gaussian algorithm reports.
+
+    ``scale_tril``, when the algorithm holds one, is a lower-triangular L with cov = LLᵀ:
+    :func:`kl_to_prior` then uses it instead of decomposing cov (which can fail in floating
+    point when L's diagonal spans many decades)."""
 
     mean: np.ndarray
     cov: np.ndarray
+    scale_tril: np.ndarray | None = None
 
 
 @runtime_checkable
@@ -172,8 +177,8 @@ def kl_to_prior(q: GaussianPosterior, prior: LatentGaussianPrior) -> float:
     """
     mu, cov = q.mean, q.cov
     D = len(mu)
-    chol_q = scipy.linalg.cholesky(cov, lower=True, check_finite=True)
-    logdet_q = 2.0 * np.sum(np.log(np.diag(chol_q)))
+    chol_q = q.scale_tril if q.scale_tril is not None else scipy.linalg.cholesky(cov, lower=True, check_finite=True)
+    logdet_q = 2.0 * np.sum(np.log(np.abs(np.diag(chol_q))))
     if prior.precision is not None:
         p = prior.precision
         trace = float(np.sum(p * np.diag(cov)))
