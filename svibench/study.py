@@ -81,7 +81,7 @@ TOP_KEYS = {"study", "budget", "problem", "algorithm", "scales", "paper", "repor
 STUDY_KEYS = {"name", "description", "seeds", "timeout"}
 BUDGET_KEYS = {"iterations", "epochs", "seconds", "checkpoints", "spacing", "at"}
 PROBLEM_KEYS = {"name", "model", "dataset", "model_params", "dataset_params"}
-ALGORITHM_KEYS = {"name", "label", "params"}
+ALGORITHM_KEYS = {"name", "label", "params", "models"}
 SCALE_KEYS = {"seeds", "budget", "timeout", "model_params", "dataset_params", "algorithm_params"}
 PAPER_KEYS = {"problem", "algorithm", "metric", "value", "sd", "note", "claim"}
 #: A plotted metric gets a warning at load below this many checkpoints per run (too few to show convergence).
@@ -226,8 +226,10 @@ def parse_study(
     budget, checkpoints = _parse_budget(raw.get("budget", {}), overrides)
     problems = _parse_problems(raw.get("problem"), overrides, registry)
     runs, skipped = [], []
-    for entry, combo, label in _parse_algorithms(raw.get("algorithm"), overrides, registry):
+    for entry, combo, label, models in _parse_algorithms(raw.get("algorithm"), overrides, registry):
         for problem in problems:
+            if models is not None and problem.model not in models:
+                continue  # the study asks for this entry on other models only
             reason = entry.incompatibility(registry.model(problem.model), combo)
             if reason:
                 skipped.append(Skipped(problem.name, label, reason))
@@ -344,8 +346,10 @@ def _parse_problem(table: Any, where: str, overrides: dict[str, Any], registry: 
     return problems
 
 
-def _parse_algorithms(tables: Any, overrides: dict[str, Any], registry: Registry) -> list[tuple[AlgorithmEntry, dict[str, Any], str]]:
-    """``[[algorithm]]``: (registry entry, parameters, label) for every point of every table's grid."""
+def _parse_algorithms(tables: Any, overrides: dict[str, Any],
+                      registry: Registry) -> list[tuple[AlgorithmEntry, dict[str, Any], str, frozenset[str] | None]]:
+    """``[[algorithm]]``: (registry entry, parameters, label, the models it is restricted to or None)
+    for every point of every table's grid."""
     if not isinstance(tables, list) or not tables:
         raise StudyError("[[algorithm]]: a study needs at least one [[algorithm]] table")
     out = []
@@ -365,14 +369,31 @@ def _parse_algorithms(tables: Any, overrides: dict[str, Any], registry: Registry
         label_base = table.get("label", entry.label)
         if not isinstance(label_base, str):
             raise StudyError(f"{where} label: expected a string, got {_type_name(label_base)}")
+        models = _parse_models(table, registry, where)
         for combo, varied in _grid(params, f"{where} params"):
             _check_params(combo, entry.cls.__init__, accepted, f"{where} params", f"algorithm {entry.name!r}")
             try:
                 entry.build(combo).check_params()
             except (ValueError, TypeError) as exc:
                 raise StudyError(f"{where} params {canonical_json(combo)}: {exc}") from None
-            out.append((entry, combo, label_base + (" (" + ", ".join(f"{k}={combo[k]}" for k in varied) + ")" if varied else "")))
+            out.append((entry, combo, label_base + (" (" + ", ".join(f"{k}={combo[k]}" for k in varied) + ")" if varied else ""),
+                        models))
     return out
+
+
+def _parse_models(table: dict[str, Any], registry: Registry, where: str) -> frozenset[str] | None:
+    """An ``[[algorithm]]``'s optional ``models = [...]``: run it only on problems of these models
+    (e.g. one optimiser setting per model in a study that crosses families)."""
+    if "models" not in table:
+        return None
+    models = table["models"]
+    if not isinstance(models, list) or not models or not all(isinstance(m, str) for m in models):
+        raise StudyError(f"{where} models: expected a non-empty list of model names, got {models!r}")
+    unknown = sorted(set(models) - set(registry.models))
+    if unknown:
+        raise StudyError(f"{where} models: unknown model(s) {', '.join(unknown)}; "
+                         f"registered: {', '.join(sorted(registry.models))}")
+    return frozenset(models)
 
 
 def _parse_paper(rows: Any) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,20 @@ def test_a_directory_given_as_the_study_file_is_named_as_such(tmp_path):
     with pytest.raises(StudyError) as info:
         load_study(tmp_path)
     assert str(info.value) == f"{tmp_path} is a directory; give the study file, e.g. {tmp_path / 'study.toml'}"
+
+
+def test_an_algorithm_entry_can_be_restricted_to_some_models():
+    """``models = [...]`` runs an entry only on problems of those models (not a skip: it was not asked for);
+    an unknown model name is refused at load."""
+    text = GOOD.replace('name = "svi"\n', 'name = "svi"\nmodels = ["gmm"]\n') + """
+[[problem]]
+model = "linreg"
+dataset = "linreg-synthetic"
+dataset_params = { n = 50, n_test = 10 }
+"""
+    study = parse_study(tomllib.loads(text))
+    assert {r.problem.model for r in study.runs if r.algorithm == "svi"} == {"gmm"}
+    assert {r.problem.model for r in study.runs if r.algorithm == "vmp"} == {"gmm", "linreg"}
+    assert not study.skipped
+    with pytest.raises(StudyError, match=r"models: unknown model\(s\) nope; registered: .*gmm"):
+        parse_study(tomllib.loads(text.replace('models = ["gmm"]', 'models = ["nope"]')))
