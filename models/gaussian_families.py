@@ -25,11 +25,11 @@ import scipy.linalg
 from scipy.special import expit
 
 from svibench.capabilities.latent_gaussian import GaussianPosterior
+from svibench.expfam import LOG_2PI
 from svibench.transforms import softplus, softplus_inv
 
 __all__ = ["MeanFieldGaussian", "FullGaussian"]
 
-_LOG2PI = np.log(2.0 * np.pi)
 
 
 class MeanFieldGaussian:
@@ -59,7 +59,7 @@ class MeanFieldGaussian:
 
     def log_q_blocks(self, phi, z):
         m, s = self.mean_sd(phi)
-        return -0.5 * _LOG2PI - np.log(s) - 0.5 * ((z - m) / s) ** 2
+        return -0.5 * LOG_2PI - np.log(s) - 0.5 * ((z - m) / s) ** 2
 
     def score(self, phi, z):
         """∂ log q/∂m = r/s, ∂ log q/∂ω = r² − 1, with r = (z − m)/s."""
@@ -83,7 +83,7 @@ class MeanFieldGaussian:
         return -eps / self.mean_sd(phi)[1]
 
     def entropy(self, phi):
-        return float(np.sum(phi[self.dim:]) + 0.5 * self.dim * (1.0 + _LOG2PI))
+        return float(np.sum(phi[self.dim:]) + 0.5 * self.dim * (1.0 + LOG_2PI))
 
     def entropy_grad(self, phi):
         return np.concatenate([np.zeros(self.dim), np.ones(self.dim)])
@@ -129,7 +129,7 @@ class FullGaussian:
     def log_q_blocks(self, phi, z):
         m, L = phi[:self.dim], self.scale_tril(phi)
         eps = scipy.linalg.solve_triangular(L, (z - m).T, lower=True).T
-        return (-0.5 * self.dim * _LOG2PI - np.sum(np.log(np.diag(L))) - 0.5 * np.sum(eps**2, axis=1))[:, None]
+        return (-0.5 * self.dim * LOG_2PI - np.sum(np.log(np.diag(L))) - 0.5 * np.sum(eps**2, axis=1))[:, None]
 
     def score(self, phi, z):
         """With ε = L⁻¹(z − m) and u = L⁻ᵀε: ∇_m log q = u, ∂/∂L_ij = u_i ε_j − δ_ij/s_i (i ≥ j),
@@ -165,7 +165,7 @@ class FullGaussian:
 
     def entropy(self, phi):
         _, _, s, _ = self._unpack(phi)
-        return float(np.sum(np.log(s)) + 0.5 * self.dim * (1.0 + _LOG2PI))
+        return float(np.sum(np.log(s)) + 0.5 * self.dim * (1.0 + LOG_2PI))
 
     def entropy_grad(self, phi):
         """H = Σ log s_i + const: only ρ moves it, by σ(ρ)/s."""

@@ -29,7 +29,7 @@ from scipy.spatial.distance import cdist
 
 from svibench.capabilities.latent_gaussian import GaussianPosterior, LatentGaussianPrior
 from svibench.data import Dataset
-from svibench.expfam import GaussianFullNatural
+from svibench.expfam import LOG_2PI, GaussianFullNatural
 
 from .logreg import LatentLogisticModel, binary_metrics, logistic_loglik
 from .polya_gamma import LatentView
@@ -109,7 +109,7 @@ class GPClassification(LatentLogisticModel):
 
     def _log_prior(self, z: np.ndarray) -> np.ndarray:
         w = scipy.linalg.solve_triangular(self.chol_K, z.T, lower=True)
-        return -0.5 * np.sum(w * w, 0) - np.sum(np.log(np.diag(self.chol_K))) - 0.5 * self.n_train * np.log(2 * np.pi)
+        return -0.5 * np.sum(w * w, 0) - np.sum(np.log(np.diag(self.chol_K))) - 0.5 * self.n_train * LOG_2PI
 
     def log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
         return self._lik(z, batch)[0].sum(1) + self._log_prior(z)

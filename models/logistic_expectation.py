@@ -43,6 +43,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import erfcx, log_ndtr, ndtr
 
+from svibench.expfam import LOG_2PI
+
 __all__ = ["expected_log_sigmoid", "expected_sigmoid", "sigmoid_moments"]
 
 #: Series terms with closed-form expectations (J), window half-width in tilted standard
@@ -60,7 +62,7 @@ _COEF = (  # cₖ of R₀ = −log(1+u), R₁ = u/(1+u), R₂ = u/(1+u)², R₃ 
 )
 _x, _w = np.polynomial.legendre.leggauss(NODES)
 _X01, _W01 = (_x + 1.0) / 2.0, _w / 2.0
-_LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
+_LOG_SQRT_2PI = 0.5 * LOG_2PI
 
 
 def _log_mills_moments(mu: np.ndarray, sd: np.ndarray) -> np.ndarray:

@@ -46,7 +46,7 @@ from svibench.capabilities.latent_gaussian import (
     kl_to_prior,
 )
 from svibench.data import Dataset
-from svibench.expfam import GaussianFullNatural
+from svibench.expfam import LOG_2PI, GaussianFullNatural
 from svibench.model import IncompatibleData, Model
 
 from .gaussian_families import FullGaussian, MeanFieldGaussian
@@ -242,7 +242,7 @@ class BayesianLogisticRegression(LatentLogisticModel):
 
     def _log_prior(self, z: np.ndarray) -> np.ndarray:
         """Per-coordinate log N(z_d | 0, 1/δ_d), shape (S, D)."""
-        return 0.5 * (np.log(self.precision) - np.log(2 * np.pi)) - 0.5 * self.precision * z**2
+        return 0.5 * (np.log(self.precision) - LOG_2PI) - 0.5 * self.precision * z**2
 
     def log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
         return self._loglik_sum(z, batch) + self._log_prior(z).sum(1)
