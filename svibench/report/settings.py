@@ -13,7 +13,7 @@ Example (in a study file)::
     converged_tolerance = 1e-3      # relative change over the last 10% of checkpoints that marks a run unconverged
 
 Direction of a metric, when the table does not name it: lower is better for
-names that start with ``neg_`` or ``nll``, contain ``loss`` or ``error``
+names that start with ``neg_`` or ``nll``, contain ``loss``, ``error`` or ``perplexity``
 (``test_logloss_bits``, ``recon_loss``, ``test_error``), or end in ``mse``,
 ``rmse``, ``mae``, ``kl`` or ``nlpd``; every other metric (ELBO, held-out
 log-likelihood, accuracy, PSNR, …) is higher-is-better.
@@ -33,7 +33,7 @@ KNOWN_KEYS = ("target", "lower_is_better", "higher_is_better", "plot", "suboptim
 #: checkpoints is marked unconverged.
 CONVERGED_TOLERANCE = 1e-3
 LOWER_PREFIXES = ("neg_", "nll")
-LOWER_PARTS = ("loss", "error")
+LOWER_PARTS = ("loss", "error", "perplexity")
 LOWER_SUFFIXES = ("mse", "rmse", "mae", "kl", "nlpd")
 TOLERANCES = ("relative", "absolute", "value")
 

@@ -1,0 +1,243 @@
+"""Latent Dirichlet allocation (Blei, Ng & Jordan 2003), the model SVI was made on.
+
+β_k ~ Dir(η) over V words (k = 1..K), θ_d ~ Dir(α), z_dn ~ Cat(θ_d),
+w_dn ~ Cat(β_{z_dn}).  A document is a data point: its locals are θ_d and
+z_d·; the globals are the topics, q(β_k) = Dir(λ_k) (Hoffman, Blei, Wang &
+Paisley 2013, §4; Hoffman, Blei & Bach 2010).  Symmetric scalar α and η.
+
+Capabilities
+------------
+* **Conditionally conjugate** (the SVI family, VMP; CVI-MF and NC-VMP through
+  ``svibench.capabilities.adapters``).  Global λ as a ``DirichletNatural`` (K, V);
+  the statistics of a minibatch are Σ_d n_dv φ_dvk.  Local kinds:
+  ``mf`` — the per-document coordinate ascent of Hoffman et al. (2010, Alg. 2),
+  with their ``meanchangethresh`` as ``inner_tol``; ``gibbs`` — Mimno, Hoffman &
+  Blei (2012)'s collapsed sweep over z_d with θ_d integrated out, counts averaged
+  after burn-in (Mimno-SVI in the expected view, Gibbs-SSVI in the sampled one).
+  The expected view is exp(E[log β]), the sampled one a draw β ~ q(β).
+* **Conditional sampler**: Griffiths & Steyvers (2004)'s collapsed Gibbs sampler
+  (``algorithms.gibbs``), the reference.
+* **Log joint** with z summed out, on normalised-Gamma coordinates (``joint``), for
+  BBVI and ADAM.
+
+Metrics (``evaluation``)
+-------
+perplexity, heldout_loglik
+    Held-out perplexity by document completion and its log (per held-out token).
+perplexity_vs_truth
+    perplexity / the true topics' perplexity under the same estimator (synthetic data).
+elbo, elbo_per_word
+    The ELBO (with every document's locals fitted by ``mf``), total and per training token;
+    for a Gamma q of BBVI, a Monte-Carlo estimate of its own bound on the same log p(w).
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from typing import ClassVar
+
+import numpy as np
+from scipy.special import digamma
+
+from svibench.capabilities.conjugate import ConjugatePosterior, Globals, LocalApprox
+from svibench.capabilities.mean_field import Blocks
+from svibench.data import Dataset
+from svibench.expfam import DirichletNatural, GammaNatural
+from svibench.model import IncompatibleData, Model
+
+from ..gamma_family import MeanFieldGamma
+from . import joint
+from .corpus import LOOPS, Chain, Corpus
+from .evaluation import completion_loglik, elbo, fit_documents
+
+__all__ = ["LDA"]
+
+
+class LDA(Model):
+    """Latent Dirichlet allocation.
+
+    Parameters
+    ----------
+    data : Dataset of kind ``"bag-of-words"``: train ``counts`` (D, V) CSR; test ``observed`` and
+        ``heldout`` (the two halves of the held-out documents); ``meta["topics"]`` the true β, if known.
+    n_topics : int
+        K.
+    alpha, eta : float, optional
+        Dirichlet parameters of θ_d and β_k (default 1/K each, as Hoffman et al. 2010 and scikit-learn).
+    eval_iterations, eval_tol : int, float
+        Coordinate ascent of the locals when evaluating (the ELBO's and the completion's θ).
+    eval_samples : int
+        Draws for the Monte-Carlo metrics of a Gamma q (BBVI).
+    """
+
+    name = "lda"
+    conformance_problem = {"dataset": "lda-synthetic",
+                           "dataset_params": {"n_docs": 60, "n_test": 20, "vocab": 40, "n_topics": 3},
+                           "model_params": {"n_topics": 3, "eval_samples": 5}, "steps": 20}
+    data_kinds = ("bag-of-words",)
+    metrics = ("elbo", "elbo_per_word", "perplexity", "heldout_loglik", "perplexity_vs_truth")
+    posterior_types = (ConjugatePosterior, Chain, dict)
+    local_kinds: ClassVar[tuple[str, ...]] = ("mf", "gibbs")
+    init_methods: ClassVar[tuple[str, ...]] = ("random",)
+    family_kinds: ClassVar[tuple[str, ...]] = ("meanfield",)
+
+    def __init__(self, data: Dataset, *, n_topics: int = 20, alpha: float | None = None, eta: float | None = None,
+                 eval_iterations: int = 100, eval_tol: float = 1e-4, eval_samples: int = 10) -> None:
+        super().__init__(data)
+        if "counts" not in data.train:
+            raise IncompatibleData(f"lda needs train['counts'] (a D x V count matrix); {data.name!r} has {sorted(data.train)}")
+        if not (isinstance(n_topics, int) and n_topics >= 1):
+            raise ValueError(f"lda: n_topics (K) must be a positive integer, got {n_topics!r}")
+        self.K = n_topics
+        self.alpha = 1.0 / n_topics if alpha is None else float(alpha)
+        self.eta = 1.0 / n_topics if eta is None else float(eta)
+        if self.alpha <= 0 or self.eta <= 0 or eval_iterations < 1 or eval_tol < 0 or eval_samples < 1:
+            raise ValueError("lda: need alpha > 0, eta > 0, eval_iterations ≥ 1, eval_tol ≥ 0 and eval_samples ≥ 1")
+        self.corpus = Corpus(data.train["counts"])
+        self.V = self.corpus.V
+        self.eval_iterations, self.eval_tol, self.eval_samples = eval_iterations, eval_tol, eval_samples
+        self.heldout = (Corpus(data.test["observed"]), Corpus(data.test["heldout"])) if "heldout" in data.test else None
+
+    @property
+    def n_train(self) -> int:
+        return self.corpus.D
+
+    # -- capability: conditionally conjugate (the SVI family, VMP)
+    def prior_natural(self) -> Globals:
+        return {"topics": DirichletNatural.from_concentration(np.full((self.K, self.V), self.eta))}
+
+    def init_globals(self, rng: np.random.Generator, method: str = "random") -> Globals:
+        """λ_kv ~ Ga(100, 1/100), Hoffman et al. (2010)'s start (``onlineldavb.py``; scikit-learn's too)."""
+        return {"topics": DirichletNatural.from_concentration(rng.gamma(100.0, 0.01, size=(self.K, self.V)))}
+
+    def expected_view(self, lam: Globals) -> np.ndarray:
+        """exp(E_q[log β_kv]) as (V, K)."""
+        concentration = lam["topics"].concentration()
+        elog = digamma(concentration) - digamma(concentration.sum(axis=1, keepdims=True))
+        return np.ascontiguousarray(np.exp(elog).T)
+
+    def sampled_view(self, lam: Globals, rng: np.random.Generator) -> np.ndarray:
+        """One draw β ~ q(β) as (V, K)."""
+        return np.ascontiguousarray(lam["topics"].sample(rng).T)
+
+    def local_statistics(self, view: np.ndarray, batch: np.ndarray, approx: LocalApprox,
+                         rng: np.random.Generator) -> Globals:
+        """Σ_{d∈B} n_dv φ_dvk (``mf``) or Mimno's averaged topic–word counts (``gibbs``), as (K, V)."""
+        stats = np.zeros((self.V, self.K))
+        if approx.kind == "mf":
+            fit_documents(self.corpus, view, self.alpha, approx.inner_iterations, approx.inner_tol, stats, batch)
+        elif approx.kind == "gibbs":
+            indptr, words, counts = self.corpus.arrays(batch)
+            u = rng.random((1 + approx.burnin + approx.samples, int(counts.sum())))
+            LOOPS.gibbs_documents(indptr, words, counts, view, self.alpha, u, approx.burnin, approx.samples, stats)
+        else:
+            raise ValueError(f"lda offers local approximations {', '.join(self.local_kinds)}, not {approx.kind!r}")
+        return {"topics": DirichletNatural(stats.T)}
+
+    # -- capability: the collapsed Gibbs sampler (algorithms.gibbs)
+    def chain_init(self, rng: np.random.Generator, method: str = "random") -> Chain:
+        """Every token's topic uniform at random."""
+        doc, word = self._tokens
+        z = rng.integers(self.K, size=len(doc))
+        ndk = np.zeros((self.corpus.D, self.K), dtype=np.int64)
+        nwk = np.zeros((self.V, self.K), dtype=np.int64)
+        np.add.at(ndk, (doc, z), 1)
+        np.add.at(nwk, (word, z), 1)
+        return Chain(z, ndk, nwk, nwk.sum(axis=0))
+
+    def chain_sweep(self, state: Chain, rng: np.random.Generator) -> Chain:
+        doc, word = self._tokens
+        LOOPS.collapsed_sweep(doc, word, state.z, state.ndk, state.nwk, state.nk, self.alpha, self.eta,
+                              rng.random(len(doc)))
+        return state
+
+    @cached_property
+    def _tokens(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.corpus.tokens()
+
+    # -- capability: log joint with z summed out (BBVI, ADAM)
+    def variational_family(self, kind: str = "meanfield") -> MeanFieldGamma:
+        if kind not in self.family_kinds:
+            raise ValueError(f"lda offers families {self.family_kinds}, not {kind!r}")
+        return MeanFieldGamma({"g": (self.corpus.D, self.K), "h": (self.K, self.V)}, self._gamma_init)
+
+    def _gamma_init(self, rng: np.random.Generator) -> dict[str, GammaNatural]:
+        """q(g) at the prior's shape α, q(h) at λ/1 from :meth:`init_globals`'s draw (shape λ, rate 1)."""
+        lam = self.init_globals(rng)["topics"].concentration()
+        g_shape = np.full((self.corpus.D, self.K), max(self.alpha, 1.0))
+        return {"g": GammaNatural.from_shape_rate(g_shape, np.ones_like(g_shape)),
+                "h": GammaNatural.from_shape_rate(lam, np.ones_like(lam))}
+
+    def _split(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        n_g = self.corpus.D * self.K
+        return z[:, :n_g].reshape(len(z), self.corpus.D, self.K), z[:, n_g:].reshape(len(z), self.K, self.V)
+
+    def _doc_weights(self, batch: np.ndarray | None) -> np.ndarray:
+        if batch is None:
+            return np.ones(self.corpus.D)
+        weights = np.zeros(self.corpus.D)
+        weights[batch] = self.corpus.D / len(batch)
+        return weights
+
+    def log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
+        g, h = self._split(z)
+        prior = joint.gamma_prior(g, self.alpha).sum((1, 2)) + joint.gamma_prior(h, self.eta).sum((1, 2))
+        return joint.doc_loglik(self.corpus, g, h, self._doc_weights(batch)).sum(1) + prior
+
+    def log_joint_blocks(self, z: np.ndarray, kind: str, batch: np.ndarray | None = None) -> np.ndarray:
+        """Markov blanket of g_dk: its prior + document d's likelihood; of h_kv: its prior + the whole
+        likelihood (β_k's normaliser couples every word)."""
+        g, h = self._split(z)
+        per_doc = joint.doc_loglik(self.corpus, g, h, self._doc_weights(batch))  # (S, D)
+        blanket_g = per_doc[:, :, None] + joint.gamma_prior(g, self.alpha)
+        blanket_h = per_doc.sum(1)[:, None, None] + joint.gamma_prior(h, self.eta)
+        return np.concatenate([blanket_g.reshape(len(z), -1), blanket_h.reshape(len(z), -1)], axis=1)
+
+    def grad_log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
+        g, h = self._split(z)
+        grad_g, grad_h = joint.loglik_grad(self.corpus, g, h, self._doc_weights(batch))
+        grad_g += joint.gamma_prior_grad(g, self.alpha)
+        grad_h += joint.gamma_prior_grad(h, self.eta)
+        return np.concatenate([grad_g.reshape(len(z), -1), grad_h.reshape(len(z), -1)], axis=1)
+
+    # -- evaluation
+    def evaluate(self, posterior: ConjugatePosterior | Chain | Blocks, rng: np.random.Generator) -> dict[str, float]:
+        """Held-out metrics from the posterior's topics; the ELBO where the posterior has one (not a chain)."""
+        if isinstance(posterior, Chain):
+            return self._completion_metrics(posterior.topics(self.eta))
+        if isinstance(posterior, ConjugatePosterior):
+            lam = posterior.lam["topics"].concentration()
+            bound = elbo(self.corpus, lam, self.alpha, self.eta, self.eval_iterations, self.eval_tol)
+            topics = lam / lam.sum(axis=1, keepdims=True)
+        else:
+            bound, topics = self._gamma_bound(posterior, rng)
+        return {"elbo": bound, "elbo_per_word": bound / self.corpus.n_tokens, **self._completion_metrics(topics)}
+
+    def _gamma_bound(self, q: Blocks, rng: np.random.Generator) -> tuple[float, np.ndarray]:
+        """A Monte-Carlo ELBO of a Gamma q(g, h) (``eval_samples`` draws) and its topics E_q[h_k / Σ h_k]."""
+        family = self.variational_family()
+        shapes, rates = zip(*(q[block].shape_rate() for block in ("g", "h")))
+        phi = family.params(np.concatenate([a.ravel() for a in shapes]), np.concatenate([b.ravel() for b in rates]))
+        z = family.sample(phi, rng, self.eval_samples)
+        g, h = self._split(z)
+        bound = float(np.mean(self.log_joint(z)) + family.entropy(phi))
+        return bound, np.mean(h / h.sum(axis=2, keepdims=True), axis=0)
+
+    def _completion_metrics(self, topics: np.ndarray) -> dict[str, float]:
+        if self.heldout is None:
+            return {}
+        loglik = self._completion(topics) / self.heldout[1].n_tokens
+        out = {"heldout_loglik": loglik, "perplexity": float(np.exp(-loglik))}
+        if self._truth_loglik is not None:
+            out["perplexity_vs_truth"] = float(np.exp(self._truth_loglik - loglik))
+        return out
+
+    def _completion(self, topics: np.ndarray) -> float:
+        return completion_loglik(topics, self.alpha, *self.heldout, self.eval_iterations, self.eval_tol)
+
+    @cached_property
+    def _truth_loglik(self) -> float | None:
+        """The true topics' held-out log-likelihood per token under the same estimator (synthetic data)."""
+        truth = self.data.meta.get("topics")
+        if truth is None or self.heldout is None:
+            return None
+        return self._completion(np.asarray(truth)) / self.heldout[1].n_tokens
