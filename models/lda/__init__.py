@@ -203,14 +203,14 @@ class LDA(Model):
     def evaluate(self, posterior: ConjugatePosterior | Chain | Blocks, rng: np.random.Generator) -> dict[str, float]:
         """Held-out metrics from the posterior's topics; the ELBO where the posterior has one (not a chain)."""
         if isinstance(posterior, Chain):
-            return self._completion_metrics(posterior.topics(self.eta))
+            return self.completion_metrics(posterior.topics(self.eta))
         if isinstance(posterior, ConjugatePosterior):
             lam = posterior.lam["topics"].concentration()
             bound = elbo(self.corpus, lam, self.alpha, self.eta, self.eval_iterations, self.eval_tol)
             topics = lam / lam.sum(axis=1, keepdims=True)
         else:
             bound, topics = self._gamma_bound(posterior, rng)
-        return {"elbo": bound, "elbo_per_word": bound / self.corpus.n_tokens, **self._completion_metrics(topics)}
+        return {"elbo": bound, "elbo_per_word": bound / self.corpus.n_tokens, **self.completion_metrics(topics)}
 
     def _gamma_bound(self, q: Blocks, rng: np.random.Generator) -> tuple[float, np.ndarray]:
         """A Monte-Carlo ELBO of a Gamma q(g, h) (``eval_samples`` draws) and its topics E_q[h_k / Σ h_k]."""
@@ -222,7 +222,9 @@ class LDA(Model):
         bound = float(np.mean(self.log_joint(z)) + family.entropy(phi))
         return bound, np.mean(h / h.sum(axis=2, keepdims=True), axis=0)
 
-    def _completion_metrics(self, topics: np.ndarray) -> dict[str, float]:
+    def completion_metrics(self, topics: np.ndarray) -> dict[str, float]:
+        """The held-out metrics of a point estimate of the topics (K, V), by document completion (``evaluation``);
+        also how other tools' topics are scored (``benchmarks.lda_sklearn``)."""
         if self.heldout is None:
             return {}
         loglik = self._completion(topics) / self.heldout[1].n_tokens

@@ -21,8 +21,7 @@ class Corpus:
         self.csr = scipy.sparse.csr_matrix(counts, dtype=np.float64)
         self.csr.sort_indices()
         self.D, self.V = self.csr.shape
-        self.lengths = np.asarray(self.csr.sum(axis=1)).ravel()
-        self.n_tokens = int(self.lengths.sum())
+        self.n_tokens = int(self.csr.sum())
 
     def arrays(self, batch: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``indptr``, ``words`` and ``counts`` of the documents ``batch`` (all: None), in that order."""

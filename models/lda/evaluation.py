@@ -29,11 +29,11 @@ __all__ = ["completion_loglik", "fit_documents", "elbo"]
 def fit_documents(corpus: Corpus, weights_vk: np.ndarray, alpha: float, iterations: int, tol: float,
                   stats: np.ndarray | None = None, batch: np.ndarray | None = None) -> np.ndarray:
     """γ (B, K) of q(θ_d) for the documents ``batch`` (all: None) by the mean-field locals with topic weights
-    ``weights_vk`` (V, K), starting from γ_dk = α + n_d/K (φ uniform); adds Σ n φ to ``stats`` if given."""
+    ``weights_vk`` (V, K), starting from γ_dk = 1 (the slides' SVI for LDA, step 5; scikit-learn's
+    non-random start); adds Σ n φ to ``stats`` if given."""
     indptr, words, counts = corpus.arrays(batch)
-    lengths = corpus.lengths if batch is None else corpus.lengths[batch]
     K = weights_vk.shape[1]
-    gamma = np.ascontiguousarray(np.repeat((alpha + lengths / K)[:, None], K, axis=1))
+    gamma = np.ones((len(indptr) - 1, K))
     accumulate = stats is not None
     LOOPS.mf_documents(indptr, words, counts, np.ascontiguousarray(weights_vk), float(alpha), gamma,
                        int(iterations), float(tol), stats if accumulate else np.zeros((1, K)), accumulate)
