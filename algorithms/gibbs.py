@@ -1,15 +1,18 @@
-"""The uncollapsed Gibbs sampler: the MCMC baseline of Shah, Knowles & Ghahramani (2015, §5.1).
+"""The Gibbs sampler: the MCMC baseline of Shah, Knowles & Ghahramani (2015, §5.1).
 
-Each iteration is one full sweep over every data point's locals and then every
-global, each drawn from its complete conditional.  The model supplies the
-sweep through the small :class:`ConditionalSampler` protocol (BPFA:
-``models.bpfa.chain``); this module owns only the loop.
+Each iteration is one full sweep over every variable of the model's chain, each
+drawn from its complete conditional.  The model supplies the sweep through the
+small :class:`ConditionalSampler` protocol and decides what the chain is
+(BPFA: uncollapsed, over every row's locals and then every global,
+``models.bpfa.chain``; LDA: collapsed over the topic assignments, θ and β
+integrated out, Griffiths & Steyvers 2004, ``models.lda``); this module owns
+only the loop.
 
-What ``posterior()`` hands to evaluation: the chain's *current* state (the
-globals' draw and every row's locals).  The model evaluates it by holding the
-globals at the current draw and continuing the locals' chain for
-``predictive_samples`` sweeps (eq. 12 with β⁽ᵐ⁾ = β_t), without changing the
-sampler's state.  No averaging over past global draws is done.
+What ``posterior()`` hands to evaluation: the chain's *current* state.  BPFA
+evaluates it by holding the globals at the current draw and continuing the
+locals' chain for ``predictive_samples`` sweeps (eq. 12 with β⁽ᵐ⁾ = β_t),
+without changing the sampler's state; LDA by the topics' posterior mean given
+the current assignments.  No averaging over past states is done.
 """
 from __future__ import annotations
 
@@ -47,13 +50,14 @@ class ConditionalSampler(Protocol[State]):
 
 
 class GibbsSampler(Algorithm, Generic[State]):
-    """Uncollapsed Gibbs sampling, one full sweep per iteration.
+    """Gibbs sampling, one full sweep of the model's chain per iteration.
 
     Parameters
     ----------
     init_method : str
-        The model's initialisation ("default": its first; the start of the
-        chain draws the globals from that initial q and switches every feature off).
+        The model's initialisation ("default": its first; BPFA's start draws the
+        globals from that initial q and switches every feature off, LDA's draws
+        every token's topic uniformly).
     """
 
     name = "gibbs"

@@ -36,6 +36,7 @@ from functools import cached_property
 from typing import ClassVar
 
 import numpy as np
+import scipy.sparse
 from scipy.special import digamma
 
 from svibench.capabilities.conjugate import ConjugatePosterior, Globals, LocalApprox
@@ -171,32 +172,41 @@ class LDA(Model):
         n_g = self.corpus.D * self.K
         return z[:, :n_g].reshape(len(z), self.corpus.D, self.K), z[:, n_g:].reshape(len(z), self.K, self.V)
 
-    def _doc_weights(self, batch: np.ndarray | None) -> np.ndarray:
+    def _documents(self, batch: np.ndarray | None) -> tuple[scipy.sparse.csr_matrix, np.ndarray, float]:
+        """The counts of the documents whose likelihood enters (all, or the minibatch), their indices, and
+        their weight (1, or D/|B|)."""
         if batch is None:
-            return np.ones(self.corpus.D)
-        weights = np.zeros(self.corpus.D)
-        weights[batch] = self.corpus.D / len(batch)
-        return weights
+            return self.corpus.csr, np.arange(self.corpus.D), 1.0
+        return self.corpus.csr[batch], np.asarray(batch), self.corpus.D / len(batch)
+
+    def _doc_loglik(self, g: np.ndarray, h: np.ndarray, batch: np.ndarray | None) -> np.ndarray:
+        """Weighted likelihood of every document (0 outside the minibatch), shape (S, D)."""
+        counts, docs, weight = self._documents(batch)
+        out = np.zeros(g.shape[:2])
+        out[:, docs] = weight * joint.doc_loglik(counts, g[:, docs], h)
+        return out
 
     def log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
         g, h = self._split(z)
         prior = joint.gamma_prior(g, self.alpha).sum((1, 2)) + joint.gamma_prior(h, self.eta).sum((1, 2))
-        return joint.doc_loglik(self.corpus, g, h, self._doc_weights(batch)).sum(1) + prior
+        return self._doc_loglik(g, h, batch).sum(1) + prior
 
     def log_joint_blocks(self, z: np.ndarray, kind: str, batch: np.ndarray | None = None) -> np.ndarray:
         """Markov blanket of g_dk: its prior + document d's likelihood; of h_kv: its prior + the whole
         likelihood (β_k's normaliser couples every word)."""
         g, h = self._split(z)
-        per_doc = joint.doc_loglik(self.corpus, g, h, self._doc_weights(batch))  # (S, D)
+        per_doc = self._doc_loglik(g, h, batch)
         blanket_g = per_doc[:, :, None] + joint.gamma_prior(g, self.alpha)
         blanket_h = per_doc.sum(1)[:, None, None] + joint.gamma_prior(h, self.eta)
         return np.concatenate([blanket_g.reshape(len(z), -1), blanket_h.reshape(len(z), -1)], axis=1)
 
     def grad_log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
         g, h = self._split(z)
-        grad_g, grad_h = joint.loglik_grad(self.corpus, g, h, self._doc_weights(batch))
-        grad_g += joint.gamma_prior_grad(g, self.alpha)
-        grad_h += joint.gamma_prior_grad(h, self.eta)
+        counts, docs, weight = self._documents(batch)
+        grad_docs, grad_h = joint.loglik_grad(counts, g[:, docs], h)
+        grad_g = joint.gamma_prior_grad(g, self.alpha)
+        grad_g[:, docs] += weight * grad_docs
+        grad_h = weight * grad_h + joint.gamma_prior_grad(h, self.eta)
         return np.concatenate([grad_g.reshape(len(z), -1), grad_h.reshape(len(z), -1)], axis=1)
 
     # -- evaluation

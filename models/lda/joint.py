@@ -20,40 +20,36 @@ Every sum runs over the nonzeros of the count matrix only.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse
 from scipy.special import gammaln
-
-from .corpus import Corpus
 
 __all__ = ["doc_loglik", "loglik_grad", "gamma_prior", "gamma_prior_grad"]
 
 
-def _nonzero_rates(corpus: Corpus, theta: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows, columns and r_dv = θ_dᵀβ_·v on every nonzero (d, v), for one draw θ (D, K), β (K, V)."""
-    coo = corpus.csr.tocoo()
-    return coo.row, coo.col, np.einsum("nk,kn->n", theta[coo.row], beta[:, coo.col])
+def _rates(counts: scipy.sparse.csr_matrix, theta: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and r_dv = θ_dᵀβ_·v of every nonzero (d, v) of ``counts``, in CSR order, for one draw θ (B, K), β (K, V)."""
+    rows = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))
+    return rows, np.einsum("nk,kn->n", theta[rows], beta[:, counts.indices])
 
 
-def doc_loglik(corpus: Corpus, g: np.ndarray, h: np.ndarray, doc_weights: np.ndarray) -> np.ndarray:
-    """weight_d Σ_v n_dv log r_dv of every document, for each draw (g (S, D, K), h (S, K, V)): shape (S, D)."""
-    counts = corpus.csr.tocoo().data
-    out = np.empty((len(g), corpus.D))
+def doc_loglik(counts: scipy.sparse.csr_matrix, g: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """Σ_v n_dv log r_dv of every document of ``counts`` (B, V), for each draw g (S, B, K), h (S, K, V): (S, B)."""
+    out = np.empty(g.shape[:2])
     for s in range(len(g)):  # one draw at a time: (nnz, K) temporaries, not (S, nnz, K)
-        theta, beta = g[s] / g[s].sum(1, keepdims=True), h[s] / h[s].sum(1, keepdims=True)
-        rows, _, rate = _nonzero_rates(corpus, theta, beta)
-        out[s] = np.bincount(rows, counts * doc_weights[rows] * np.log(rate), minlength=corpus.D)
+        rows, rate = _rates(counts, g[s] / g[s].sum(1, keepdims=True), h[s] / h[s].sum(1, keepdims=True))
+        out[s] = np.bincount(rows, counts.data * np.log(rate), minlength=counts.shape[0])
     return out
 
 
-def loglik_grad(corpus: Corpus, g: np.ndarray, h: np.ndarray, doc_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """∂ loglik / ∂g (S, D, K) and ∂ loglik / ∂h (S, K, V) (the module's formulas)."""
-    counts = corpus.csr.tocoo().data
+def loglik_grad(counts: scipy.sparse.csr_matrix, g: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """∂/∂g (S, B, K) and ∂/∂h (S, K, V) of Σ_d Σ_v n_dv log r_dv over the documents of ``counts`` (the module's formulas)."""
     grad_g, grad_h = np.empty_like(g), np.empty_like(h)
     for s in range(len(g)):
         g_tot, h_tot = g[s].sum(1, keepdims=True), h[s].sum(1, keepdims=True)
         theta, beta = g[s] / g_tot, h[s] / h_tot
-        rows, _, rate = _nonzero_rates(corpus, theta, beta)
-        C = corpus.csr.copy()  # the CSR pattern with n_dv weight_d / r_dv as its values (CSR order = COO order)
-        C.data = counts * doc_weights[rows] / rate
+        _, rate = _rates(counts, theta, beta)
+        C = counts.copy()  # the CSR pattern with n_dv / r_dv as its values
+        C.data = counts.data / rate
         A, B = C @ beta.T, (C.T @ theta).T
         grad_g[s] = (A - np.sum(theta * A, 1, keepdims=True)) / g_tot
         grad_h[s] = (B - np.sum(beta * B, 1, keepdims=True)) / h_tot
