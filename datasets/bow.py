@@ -9,8 +9,8 @@ datasets of kind ``"bag-of-words"`` (``datasets/lda.py``) all hold
   "Evaluation methods for topic models", §5.1): each document's tokens are
   split at random into two halves, ``observed + heldout`` is the document;
 * ``meta``: ``vocab`` (list of words or None), ``n_tokens`` (training tokens),
-  ``source``, ``seed``, ``test_docs`` (the test documents' rows in the whole
-  corpus) and ``n_test_dropped``.
+  ``source``, ``seed``, ``train_docs`` and ``test_docs`` (the documents' rows
+  in the whole corpus) and ``n_test_dropped``.
 
 Every count matrix is float64 holding non-negative integers, with sorted
 indices, no explicit zeros and no empty row.  The readers parse whole files
@@ -196,7 +196,7 @@ def read_svmlight_counts(path: str | Path, n_features: int | None = None, zero_b
         if len(wrong):
             raise DataError(f"{path}, line {docs[wrong[0]] + 1}: LDA-C's leading number M = {values[lead][wrong[0]]:g} "
                             f"but the line has {n_pairs[wrong[0]]} id:count pairs; {len(wrong)} such line(s)")
-    V = int(ids.max()) + 1 if n_features is None and len(ids) else (n_features or 0)
+    V = max(int(ids.max()) + 1, 1) if n_features is None and len(ids) else (n_features or 0)
     bad = np.flatnonzero((ids < 0) | (ids >= V) | (ids != np.round(ids)))
     if len(bad):
         raise DataError(f"{path}, line {ids_lines[bad[0]] + 1}: word id {ids[bad[0]] + (0 if zero_based else 1):g} "
@@ -260,8 +260,8 @@ def document_completion(name: str, counts: Any, vocab: list[str] | None, n_test:
     into two halves by binomial thinning with p = 1/2 of every (document, word)
     count, drawn from the same generator, so ``observed + heldout`` is the
     document (Wallach et al. 2009, §5.1).  A test document with an empty half
-    is dropped (``meta["n_test_dropped"]``); ``meta["test_docs"]`` gives the
-    rows of the kept ones in the whole corpus.
+    is dropped (``meta["n_test_dropped"]``); ``meta["train_docs"]`` and
+    ``meta["test_docs"]`` give the rows of the training and kept test documents in the whole corpus.
     """
     V = len(vocab) if vocab is not None else np.shape(counts)[1]
     X = validate_counts(name, counts, V)
@@ -284,4 +284,4 @@ def document_completion(name: str, counts: Any, vocab: list[str] | None, n_test:
     return Dataset(name, BAG_OF_WORDS, {"counts": train},
                    {"observed": observed[keep], "heldout": heldout[keep]},
                    {**meta, "vocab": vocab, "n_tokens": int(train.sum()), "seed": seed,
-                    "test_docs": test_docs[keep], "n_test_dropped": int((~keep).sum())})
+                    "train_docs": train_docs, "test_docs": test_docs[keep], "n_test_dropped": int((~keep).sum())})

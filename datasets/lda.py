@@ -49,10 +49,12 @@ def lda_synthetic(*, n_docs: int = 4500, n_test: int = 500, vocab: int = 2000, n
 
     The defaults make the topics recoverable: alpha = 0.1 (Σα = 2 for K = 20)
     gives each document a few dominant topics, and eta = 0.05 (eta·V = 100)
-    spreads each topic over some tens of words with little overlap between
-    topics, about 20,000 tokens per topic in all; eta = 0.01 would leave most
-    of the vocabulary unused.  ``meta`` holds the true ``topics`` (K, V)
-    row-stochastic, ``alpha``, ``eta`` and ``n_topics``.
+    puts 90 % of a topic's mass on about 160 words, two topics sharing at most
+    10 % of their mass (Σ_v min(β_kv, β_jv) ≤ 0.1 at the defaults), with about
+    20,000 tokens per topic in all; eta = 0.01 would leave a quarter of the
+    vocabulary unused.  ``meta`` holds the true ``topics`` (K, V)
+    row-stochastic, ``theta`` (n_docs, K; row d is document d of the whole
+    corpus, see ``train_docs``/``test_docs``), ``alpha``, ``eta`` and ``n_topics``.
     """
     if min(n_docs, vocab, n_topics) < 1 or mean_length <= 0 or alpha <= 0 or eta <= 0:
         raise ValueError("lda-synthetic: n_docs, vocab, n_topics must be ≥ 1 and mean_length, alpha, eta > 0")
@@ -69,7 +71,7 @@ def lda_synthetic(*, n_docs: int = 4500, n_test: int = 500, vocab: int = 2000, n
     counts = scipy.sparse.csr_matrix((np.ones(len(docs_)), (docs_, words_)), shape=(n_docs, vocab))
     return document_completion("lda-synthetic", counts, None, n_test, seed, {
         "source": f"LDA draws: {n_topics} topics, {vocab} words, alpha {alpha}, eta {eta}, mean length {mean_length}",
-        "topics": topics, "alpha": alpha, "eta": eta, "n_topics": n_topics})
+        "topics": topics, "theta": theta, "alpha": alpha, "eta": eta, "n_topics": n_topics})
 
 
 def _reuters_file(file: DataFile) -> Path:
