@@ -186,15 +186,14 @@ def test_synthetic_completion_halves_rebuild_the_held_out_documents():
     corpus = np.zeros((300, 50))
     corpus[full.meta["test_docs"]] = (full.test["observed"] + full.test["heldout"]).toarray()
     train_rows = np.setdiff1d(np.arange(300), full.meta["test_docs"])
-    if len(train_rows) == 1:
-        corpus[train_rows] = full.train["counts"].toarray()
+    assert len(train_rows) == 1
+    corpus[train_rows] = full.train["counts"].toarray()
     _completion_invariants(part, scipy.sparse.csr_matrix(corpus))
 
 
 def test_same_seed_same_corpus_different_seed_different():
     a, b, c = (lda_synthetic(n_docs=100, n_test=20, vocab=30, n_topics=3, seed=s) for s in (5, 5, 6))
-    for key in ("counts",):
-        assert (a.train[key] != b.train[key]).nnz == 0
+    assert (a.train["counts"] != b.train["counts"]).nnz == 0
     assert (a.test["heldout"] != b.test["heldout"]).nnz == 0 and np.array_equal(a.meta["topics"], b.meta["topics"])
     assert not np.array_equal(a.meta["topics"], c.meta["topics"])
     assert a.train["counts"].shape != c.train["counts"].shape or (a.train["counts"] != c.train["counts"]).nnz > 0
@@ -251,7 +250,8 @@ def test_reuters_is_unavailable_with_the_pip_command_when_absent(tmp_path, monke
 def test_the_real_reuters_corpus_when_the_data_directory_has_it():
     missing = [f.path for f in (lda_data.REUTERS_LDAC, lda_data.REUTERS_TOKENS) if not (data_dir() / f.path).exists()]
     if missing:
-        pytest.skip(f"{', '.join(missing)} not in {data_dir()} (optional: {lda_data.REUTERS_BY_HAND})")
+        pytest.skip(f"{', '.join(missing)} not in {data_dir()} (optional: "
+                    f"{lda_data.REUTERS_BY_HAND.format(folder=data_dir() / 'reuters')})")
     data = reuters(n_test=50, seed=0)
     n_train, n_kept = data.train["counts"].shape[0], data.test["observed"].shape[0]
     assert n_train == 345 and n_train + n_kept + data.meta["n_test_dropped"] == 395
