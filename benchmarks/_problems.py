@@ -38,6 +38,8 @@ PROBLEMS: dict[str, ProblemSpec] = {p.model: p for p in (
     ProblemSpec("pmf/bench", "pmf", "pmf-synthetic", {"n_factors": 10, "eval_samples": 5},
                 {"rows": 50, "cols": 100, "factors": 5}),
     ProblemSpec("gpc/usps-3v5", "gpc", "usps-3v5", {"log_lengthscale": 2.5, "log_sigma_f": 5.0}, {"n_per_class": 100}),
+    ProblemSpec("lda/bench", "lda", "lda-synthetic", {"n_topics": 10, "eval_samples": 2},
+                {"n_docs": 600, "n_test": 100, "vocab": 500, "n_topics": 10}),
 )}
 
 #: models whose problems also get a peak-memory benchmark (the large-data ones of the papers).

@@ -1,0 +1,95 @@
+"""asv: LDA's SVI against scikit-learn's online LDA, and Mimno-SVI against SVI.
+
+* seconds per epoch of svibench's SVI on the issue's synthetic corpus (4,500 documents,
+  V = 2,000, K = 20, batches of 128, τ₀ = 1024, κ = 0.7, 100 local iterations at most,
+  tolerance 1e-3), the same for scikit-learn's ``LatentDirichletAllocation`` with the same
+  settings, and their ratio (target ≤ 1.0); both held-out perplexities after 5 epochs
+  under svibench's estimator, from each one's topics (``benchmarks.lda_sklearn``).  The
+  scikit-learn entries are skipped when it is not installed (it is no dependency);
+* seconds per step of Mimno-SVI and of SVI at K = 100, and their ratio (target ≤ 2).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from svibench.algorithms.svi import SVI
+from svibench.spec import ProblemSpec
+
+from . import _problems  # noqa: F401  (sets SVIBENCH_DATA_DIR to the shared data folder)
+from .lda_sklearn import SYNTHETIC, model, perplexity, sklearn_fit, svibench_fit
+
+EPOCHS = 5
+K100 = ProblemSpec("lda/synthetic-k100", "lda", "lda-synthetic", {"n_topics": 100},
+                   {"n_docs": 4500, "n_test": 500, "vocab": 2000, "n_topics": 100})
+
+
+def _needs_sklearn() -> None:
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        raise NotImplementedError("scikit-learn is not installed") from None
+
+
+class SklearnOnlineLDA:
+    """svibench's SVI and scikit-learn's online LDA, same corpus and settings."""
+
+    timeout = 600
+
+    def setup(self):
+        self.lda = model(SYNTHETIC)
+        svibench_fit(self.lda, 1)  # compile the kernels before timing
+
+    def track_svibench_seconds_per_epoch(self):
+        return svibench_fit(self.lda, 2)[0]
+
+    track_svibench_seconds_per_epoch.unit = "seconds"
+
+    def track_sklearn_seconds_per_epoch(self):
+        _needs_sklearn()
+        return sklearn_fit(self.lda, 2)[0]
+
+    track_sklearn_seconds_per_epoch.unit = "seconds"
+
+    def track_time_ratio_to_sklearn(self):
+        _needs_sklearn()
+        return svibench_fit(self.lda, 2)[0] / sklearn_fit(self.lda, 2)[0]
+
+    track_time_ratio_to_sklearn.unit = "ratio"
+
+    def track_svibench_perplexity_5_epochs(self):
+        return perplexity(self.lda, svibench_fit(self.lda, EPOCHS)[1])
+
+    track_svibench_perplexity_5_epochs.unit = "perplexity"
+
+    def track_sklearn_perplexity_5_epochs(self):
+        _needs_sklearn()
+        return perplexity(self.lda, sklearn_fit(self.lda, EPOCHS)[1])
+
+    track_sklearn_perplexity_5_epochs.unit = "perplexity"
+
+
+class MimnoStep:
+    """One step (batch 128) of SVI and of Mimno-SVI (3 burn-in sweeps, 3 kept: the default) at K = 100."""
+
+    def setup(self):
+        self.lda = model(K100)
+        self.algs = {}
+        for local in ("mf", "gibbs"):
+            alg = SVI(batch_size=128, t0=1024.0, kappa=0.7, local=local, inner_iterations=100)
+            alg.init(self.lda, np.random.default_rng(0))
+            alg.step()  # compile
+            self.algs[local] = alg
+
+    def time_svi_step(self):
+        self.algs["mf"].step()
+
+    def time_mimno_svi_step(self):
+        self.algs["gibbs"].step()
+
+    def track_mimno_to_svi_ratio(self):
+        import timeit
+
+        times = {local: min(timeit.repeat(alg.step, number=3, repeat=3)) for local, alg in self.algs.items()}
+        return times["gibbs"] / times["mf"]
+
+    track_mimno_to_svi_ratio.unit = "ratio"
