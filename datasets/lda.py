@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse
 
-from svibench.data import DataError, DataFile, Dataset, DatasetUnavailable, _sha256, data_dir, dataset, fetch
+from svibench.data import DataError, DataFile, Dataset, DatasetUnavailable, sha256_of, data_dir, dataset, fetch
 
 from .bow import BAG_OF_WORDS, document_completion, read_svmlight_counts, read_uci_docword, read_vocab
 
@@ -117,7 +117,7 @@ def bow_file(*, path: str | None = None, format: str | None = None, vocab: str |
     if not file.exists():
         raise DataError(f"bow-file: {file} does not exist; give path relative to the data directory {data_dir()} "
                         "or absolute")
-    actual = _sha256(file)
+    actual = sha256_of(file)
     if actual != sha256.lower():
         raise DataError(f"bow-file: {file} has SHA-256 {actual}, not the given {sha256}; "
                         "fix sha256 in the study or restore the file")

@@ -27,6 +27,7 @@ __all__ = [
     "fetch",
     "dataset",
     "check_finite",
+    "sha256_of",
 ]
 
 
@@ -110,7 +111,8 @@ class DataFile:
         return f"{self.path} (source: {self.source}; {self.url})"
 
 
-def _sha256(path: Path) -> str:
+def sha256_of(path: Path) -> str:
+    """The SHA-256 of a file, as hex (what :class:`DataFile` pins)."""
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -137,7 +139,7 @@ def fetch(file: DataFile, *, download: bool = True) -> Path:
         if not download:
             raise DataError(f"{file.path} is not in the data directory {root}; get it from {file.source}")
         _download(file, path)
-    actual = _sha256(path)
+    actual = sha256_of(path)
     if actual != file.sha256:
         raise DataError(
             f"{path} is corrupt: SHA-256 {actual} but {file.sha256} was expected. "
@@ -154,7 +156,7 @@ def _download(file: DataFile, path: Path) -> None:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(file.url, timeout=30) as response:
             shutil.copyfileobj(response, out)
-        actual = _sha256(Path(tmp))
+        actual = sha256_of(Path(tmp))
         if actual != file.sha256:
             raise DataError(f"the download from {file.url} has SHA-256 {actual}, not the pinned {file.sha256}; "
                             f"nothing was saved. Check the source ({file.source}) or download the file by hand "
