@@ -163,7 +163,7 @@ def test_gibbs_ssvi_mse_is_below_mf_ssvi_with_its_locals_started_at_the_prior(fi
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="open finding: with MF-SSVI's locals started greedily (local_init='full', "
+@pytest.mark.xfail(strict=True, reason="open finding: with MF-SSVI's locals started greedily (local_init='full', "
                    "every feature available) Gibbs-SSVI's MSE is above "
                    "MF-SSVI's, unlike the paper's result, on the predictive mean's error (mse) and on a draw's "
                    "(draw_mse, the reading that matches the paper's magnitudes; here 0.0292 vs 0.0255). The sampled "
