@@ -129,7 +129,7 @@ class BayesianLinearRegression(Model):
         s2 = self.noise_variance
         resid = self.y - self.X @ mean
         expected_loglik = -0.5 * (
-            self.n_train * np.log(2 * np.pi * s2) + (resid @ resid + np.einsum("nd,de,ne->", self.X, cov, self.X)) / s2
+            self.n_train * (LOG_2PI + np.log(s2)) + (resid @ resid + np.einsum("nd,de,ne->", self.X, cov, self.X)) / s2
         )
         out = {
             "elbo": float(expected_loglik - q.kl(self._prior["w"])),
@@ -138,5 +138,5 @@ class BayesianLinearRegression(Model):
         if "X" in self.data.test:
             Xt, yt = self.data.test["X"], self.data.test["y"]
             var = s2 + np.einsum("nd,de,ne->n", Xt, cov, Xt)
-            out["heldout_loglik"] = float(np.mean(-0.5 * np.log(2 * np.pi * var) - 0.5 * (yt - Xt @ mean) ** 2 / var))
+            out["heldout_loglik"] = float(np.mean(-0.5 * (LOG_2PI + np.log(var)) - 0.5 * (yt - Xt @ mean) ** 2 / var))
         return out

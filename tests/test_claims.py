@@ -10,6 +10,7 @@ import subprocess
 import textwrap
 import tomllib
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -128,19 +129,7 @@ def test_unconverged_marker_flags_a_run_still_moving_at_the_end():
     assert "†" not in settled.rows[0][4] and "unconverged" not in settled.note
 
 
-STUDY = """
-[study]
-name = "claims"
-seeds = [0]
-[budget]
-iterations = 4
-checkpoints = 10
-[[problem]]
-model = "gmm"
-dataset = "gmm-synthetic"
-dataset_params = { n = 100, n_test = 20 }
-[[algorithm]]
-name = "vmp"
+STUDY = (Path(__file__).parent / "studies" / "one-vmp-run.toml").read_text() + """
 [[paper]]
 problem = "gmm/gmm-synthetic"
 algorithm = "VMP"
@@ -236,7 +225,7 @@ def test_regenerate_runs_then_writes_reports_and_index_and_refuses_a_dirty_tree(
     subprocess.run(git + ["add", "."], check=True)
     subprocess.run(git + ["commit", "-qm", "s"], check=True)
     (done,) = regenerate(tmp_path / "reports", log=lambda *_: None)
-    assert done.study == "claims" and done.runs == 1 and set(done.statuses.values()) == {"ok"}
+    assert done.study == "one-vmp-run" and done.runs == 1 and set(done.statuses.values()) == {"ok"}
     for name in ("index.html", "summary.md", "claims.json"):
         assert (study.parent / name).exists(), name
     assert (tmp_path / "reports" / "index.html").exists() and (tmp_path / "reports" / "README.md").exists()
