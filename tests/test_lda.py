@@ -15,7 +15,7 @@ from svibench.algorithms.cvi_mf import CVIMF
 from svibench.algorithms.gibbs import GibbsSampler
 from svibench.algorithms.svi import SVI, VMP
 from svibench.capabilities.conjugate import LocalApprox
-from svibench.data import Dataset
+from svibench.data import DataError, Dataset
 from svibench.models.lda import LDA, kernels, reference
 from svibench.models.lda.corpus import Corpus
 from svibench.models.lda.evaluation import elbo, fit_documents
@@ -261,6 +261,27 @@ def test_svi_reaches_the_true_topics_perplexity():
 def test_bad_hyperparameters_are_one_line_errors(params, message):
     with pytest.raises(ValueError, match=message):
         LDA(_dataset(np.random.default_rng(0), D=10, D_test=5), **params)
+
+
+@pytest.mark.parametrize("where, row2, match", [
+    ("counts", [-1.0], r"lda on tiny-lda \(train counts\): document 2 holds a negative or non-integer count"),
+    ("counts", [1.5], r"\(train counts\): document 2 holds a negative or non-integer count"),
+    ("counts", [], r"\(train counts\): document 2 is empty"),
+    ("observed", [np.nan], r"\(test observed\): document 2 holds NaN/inf"),
+    ("heldout", [1.0] * 31, r"\(test heldout\): document 2 has a word id ≥ V = 30"),
+])
+def test_bad_counts_in_a_hand_built_dataset_name_the_document(where, row2, match):
+    """A Dataset that did not come through the bag-of-words loaders is checked by the model itself: document 2
+    gets the entries ``row2`` (nothing else)."""
+    data = _dataset(np.random.default_rng(0), D=10, D_test=5, V=30)
+    arrays = data.train if where == "counts" else data.test
+    X = np.pad(arrays[where].toarray(), ((0, 0), (0, len(row2) > 30)))
+    X[2] = 0.0
+    X[2, :len(row2)] = row2
+    arrays[where] = scipy.sparse.csr_matrix(X)
+    with pytest.raises(DataError, match=match) as info:
+        LDA(data, n_topics=2)
+    assert "\n" not in str(info.value)
 
 
 def test_unknown_local_kind_is_refused():

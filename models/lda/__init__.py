@@ -42,6 +42,7 @@ from scipy.special import digamma
 from svibench.capabilities.conjugate import ConjugatePosterior, Globals, LocalApprox
 from svibench.capabilities.mean_field import Blocks
 from svibench.data import Dataset
+from svibench.datasets.bow import validate_counts
 from svibench.expfam import DirichletNatural, GammaNatural
 from svibench.model import IncompatibleData, Model
 
@@ -93,10 +94,13 @@ class LDA(Model):
         self.eta = 1.0 / n_topics if eta is None else float(eta)
         if self.alpha <= 0 or self.eta <= 0 or eval_iterations < 1 or eval_tol < 0 or eval_samples < 1:
             raise ValueError("lda: need alpha > 0, eta > 0, eval_iterations ≥ 1, eval_tol ≥ 0 and eval_samples ≥ 1")
-        self.corpus = Corpus(data.train["counts"])
+        # A Dataset built outside the bag-of-words loaders is checked as theirs are (one line, naming the document).
+        V = np.shape(data.train["counts"])[1]
+        self.corpus = Corpus(validate_counts(f"lda on {data.name} (train counts)", data.train["counts"], V))
         self.V = self.corpus.V
         self.eval_iterations, self.eval_tol, self.eval_samples = eval_iterations, eval_tol, eval_samples
-        self.heldout = (Corpus(data.test["observed"]), Corpus(data.test["heldout"])) if "heldout" in data.test else None
+        self.heldout = (tuple(Corpus(validate_counts(f"lda on {data.name} (test {half})", data.test[half], V))
+                              for half in ("observed", "heldout")) if "heldout" in data.test else None)
 
     @property
     def n_train(self) -> int:
