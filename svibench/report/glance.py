@@ -1,4 +1,5 @@
-"""The report's first screen: the ranking, the claims with their verdicts, and the performance profile.
+"""The report's first screen: the claims with their verdicts and the ranking (beside the headline figure), and the
+performance profile.
 
 Also the claims ledger written beside each report (``claims.json``), which the
 index of all reports reads.
@@ -22,7 +23,7 @@ LEDGER = "claims.json"
 
 
 #: Algorithms per problem in the first screen's ranking line (the detailed ranking has them all).
-GLANCE_TOP = 4
+GLANCE_TOP = 3
 
 PAIRING = ("Best first. Runs with the same problem and seed are a pair (same data and start); random splits are pooled. "
            "k/n: best (within {tie:g}, relative) in k of its n pairs; Δ: median paired difference to the leader; "

@@ -34,7 +34,7 @@ figure { margin: 1rem 0; max-width: 100%; } figure img { max-width: 100%; border
 figcaption { color: #555; font-size: .85rem; max-width: 600px; }
 nav a { margin-right: 1rem; }
 .glance { display: grid; grid-template-columns: minmax(0, 1.15fr) minmax(0, 1fr); gap: 0 1.5rem; align-items: start; }
-.glance .figures figure { margin-top: 0; } .glance table { font-size: .82rem; }
+.glance .figures figure { margin-top: 0; } .glance table { font-size: .82rem; } .glance .note { font-size: .78rem; margin: .2rem 0; }
 @media (max-width: 900px) { .glance { grid-template-columns: 1fr; } }
 .v-yes { background: #d7f2d7 !important; } .v-part { background: #fff1c2 !important; }
 .v-no { background: #f8d4d4 !important; } .v-nc { background: #e4e4f4 !important; } .v-nr { background: #eee !important; }
