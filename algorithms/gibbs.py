@@ -68,6 +68,7 @@ class GibbsSampler(Algorithm, Generic[State]):
         self.init_method = init_method
 
     def init(self, model: ConditionalSampler[State], rng: np.random.Generator) -> None:
+        self.check_model(model)
         method = resolve_init_method(model, self.init_method)
         self.model_, self.rng_ = model, rng
         self.state_ = model.chain_init(rng, method)

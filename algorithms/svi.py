@@ -66,6 +66,7 @@ class _ConjugateFamily(Algorithm):
 
     def _start(self, approx: LocalApprox) -> None:
         """Keep the local approximation; η from the prior; λ from the model's init method (draws from ``rng_``)."""
+        self.check_model(self.model_)
         self.approx_ = approx
         self.eta_ = self.model_.prior_natural()
         self.lam_ = self.model_.init_globals(self.rng_, resolve_init_method(self.model_, self.init_method))

@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .capabilities import missing
-from .errors import Diverged
+from .errors import Diverged, IncompatibleModel
 
-__all__ = ["Algorithm", "Preset", "Diverged", "resolve_init_method"]
+__all__ = ["Algorithm", "Preset", "Diverged", "IncompatibleModel", "resolve_init_method"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,13 @@ class Algorithm:
             if lacking:
                 return f"{model_cls.name} does not offer {protocol.__name__} (lacks {', '.join(lacking)})"
         return None
+
+    def check_model(self, model: Any) -> None:
+        """Raise :class:`IncompatibleModel`, in one line, when ``model`` lacks what :meth:`incompatibility` asks for
+        (called by :meth:`init` of algorithms whose model may have no augmentation; a sweep skips such pairs first)."""
+        reason = type(self).incompatibility(type(model), self.get_params())
+        if reason:
+            raise IncompatibleModel(f"{self.label or type(self).__name__} cannot run on {model.name}: {reason}")
 
     def check_params(self) -> None:
         """Validate hyperparameters before any work (raise ValueError with the fix).

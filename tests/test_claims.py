@@ -18,7 +18,7 @@ import pytest
 import xarray as xr
 
 from svibench.report.claims import evaluate_claims, parse_claims
-from svibench.report.compare import performance_profile, profile_ratios, ranking, unconverged
+from svibench.report.compare import performance_profile, profile_ratios, ranking, summary_line, unconverged
 from svibench.report.index import write_index
 from svibench.report.settings import ReportError, ReportSettings
 from svibench.report.tables import paper_comparison
@@ -101,6 +101,13 @@ def test_ranking_pairs_runs_by_problem_and_seed():
     assert rank.loc["B", "median_diff"] == -1.5 and rank.loc["A", "leader"] == "A"
     split = ranking(results(runs), "score", ReportSettings.parse({"split_panels": True}))
     assert set(split["pool"]) == {"p (split=0)", "p (split=1)"}
+
+
+def test_the_first_screen_ranking_line_keeps_the_leaders_and_counts_the_rest():
+    runs = [{"label": lb, "values": [v] * 11} for lb, v in zip("ABCDEF", (6.0, 5.0, 4.0, 3.0, 2.0, 1.0))]
+    rank = ranking(results(runs), "score", ReportSettings.parse({"higher_is_better": ["score"]}))
+    assert summary_line(rank, top=2) == "A 1/1 › B 0/1 (Δ -1) › … 4 more"
+    assert summary_line(rank).count("›") == 5 and summary_line(rank, top=6) == summary_line(rank)
 
 
 def test_performance_profile_matches_a_hand_computed_case():

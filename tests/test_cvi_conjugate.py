@@ -102,7 +102,7 @@ FAMILIES = {"SVI family": ("svi", "vmp"), "CVI family": ("cvi-mf", "ncvmp"), "BB
             "samplers": ("gibbs",)}
 
 
-@pytest.mark.parametrize("model", ["bpfa", "pmf", "gmm", "linreg"])
+@pytest.mark.parametrize("model", ["bpfa", "logreg", "gpc", "pmf", "gmm", "linreg"])
 def test_shared_models_meet_three_families(model):
     """Issue 20: the comparisons across families can be made on every shared model."""
     registry = get_registry()

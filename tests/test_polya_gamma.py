@@ -13,6 +13,9 @@ from svibench.algorithms.svi import SVI, VMP
 from svibench.capabilities import LocalApprox
 from svibench.capabilities.latent_gaussian import GaussianPosterior
 from svibench.data import Dataset
+from svibench.datasets.gamma_factor import gamma_factor_synthetic
+from svibench.errors import IncompatibleModel
+from svibench.models.gamma_factor import GammaFactor
 from svibench.models.gpc import GPClassification
 from svibench.models.logreg import BayesianLogisticRegression
 from svibench.models.polya_gamma import LatentView, pg_draw, pg_mean
@@ -98,6 +101,18 @@ def test_local_kind_the_model_lacks_is_a_one_line_error_and_an_incompatible_pair
         reason = registry.algorithm("titsias-svi").incompatibility(registry.models[model_name][0])
         assert reason == f"{model_name} offers local approximations mf, gibbs, not 'titsias'"
         assert registry.algorithm("gibbs").incompatibility(registry.models[model_name][0]) is None
+
+
+@pytest.mark.parametrize("algorithm", [VMP(), SVI(batch_size=10), GibbsSampler(), SVI(local="titsias")])
+def test_an_augmentation_requested_on_a_model_without_one_is_a_one_line_error(algorithm):
+    """The conjugate family and the sampler run on a model's augmentation; started directly (not through a sweep,
+    which skips the pair) on a model with none — gamma-factor — or asking for a local kind it lacks, they refuse
+    before any work, in one line that names the algorithm, the model and what is missing."""
+    model = tiny_logreg() if algorithm.get_params().get("local") == "titsias" else GammaFactor(
+        gamma_factor_synthetic(n=50, n_test=10, dim=4, factors=2), n_factors=2)
+    with pytest.raises(IncompatibleModel, match=rf"cannot run on {model.name}: .*(does not offer|not 'titsias')") as err:
+        algorithm.init(model, np.random.default_rng(0))
+    assert "\n" not in str(err.value)
 
 
 # -- SVI / VMP

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import tomllib
 from html.parser import HTMLParser
 from pathlib import Path
@@ -164,7 +165,7 @@ def test_html_parses_and_embeds_its_figures_without_external_files(report):
     page = _Page()
     page.feed(report.html.read_text())
     page.close()
-    assert len(page.images) == len(report.figures) == 7
+    assert len(page.images) == len(report.figures) + 1 == 8  # the headline figure is also in the first screen
     for src in page.images:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1]).startswith(b"\x89PNG")
@@ -349,3 +350,31 @@ def test_the_first_section_answers_which_is_best_and_the_ledger_is_written(repor
     assert set(ranking.data["label"]) <= {"SVI", "VMP", "Diverging"}  # ok runs only: the failing one never ranks
     ledger = json.loads((report.folder / "claims.json").read_text())
     assert ledger["study"] and ledger["claims"] == []
+
+
+CLAIM = """
+[[claim]]
+id = "vmp-beats-svi"
+source = "made up for the test"
+kind = "order"
+metric = "elbo"
+better = ["VMP"]
+worse = ["SVI"]
+note = "the first screen shows this verdict"
+"""
+
+
+def test_the_first_screen_holds_the_ranking_the_verdicts_and_the_headline_figure(results, tmp_path):
+    """Issue 22: the answer without scrolling — the glance block (tables left, figure right) comes before Figures."""
+    study = tmp_path / "study.toml"
+    study.write_text(STUDY + CLAIM)
+    report = write_report(results, tmp_path / "out", study=study)
+    html = report.html.read_text()
+    glance = html[html.index('id="at-a-glance"'):html.index('id="figures"')]
+    assert (glance.index('<div class="glance">') < glance.index("Claims of the paper, checked")
+            < glance.index("Ranking on final elbo") < glance.index("<img"))
+    assert "vmp-beats-svi" in glance
+    assert re.search(r'class="v-[a-z]+"><strong>(reproduced|partly|not reproduced|not comparable|not run)<', glance)
+    assert "Suboptimality of elbo against algorithm time" in glance and glance.count("<img") == 1
+    assert "made up for the test" not in glance  # the source stays in section Claims, with the note
+    assert html.index("made up for the test") > html.index('id="claims"')

@@ -125,7 +125,9 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     verdicts = evaluate_claims(claims, finals[finals["status"] == "ok"], manifest.get("paper", []), settings.lower_is_better)
     ranked = _ranked_metric(settings, metrics)
     rankings = ranking_tables(ds, ranked, settings) if ranked else None
-    glance = [t for t in (rankings[0] if rankings else None, claims_table(verdicts)) if t]
+    # The first screen: the claims' verdicts (a few short rows), the ranking and the headline figure (the first
+    # plotted metric, as suboptimality if it is an objective, against time), which the Figures section repeats.
+    glance = [t for t in (claims_table(verdicts), rankings[0] if rankings else None) if t] + figures[:1]
     targets = settings.targets_for(metrics)
     profile = profile_table(ds, settings, targets[0]) if targets and targets[0].metric in ds else None
     across = [profile[0], profile_figure(profile[1], colours, targets[0].metric, dpi=dpi)] if profile else []

@@ -123,13 +123,19 @@ def performance_profile(ratios: pd.DataFrame, taus: tuple[float, ...] = TAUS) ->
     return pd.DataFrame(columns, index=ratios.columns).rename_axis("label")
 
 
-def summary_line(group: pd.DataFrame) -> str:
-    """One pool's ranking as one line, best first: ``A 3/5 › B 2/5 (Δ +0.1) › C 0/5 (Δ +2, † 4/5)``."""
+def summary_line(group: pd.DataFrame, top: int | None = None) -> str:
+    """One pool's ranking as one line, best first: ``A 3/5 › B 2/5 (Δ +0.1) › C 0/5 (Δ +2, † 4/5)``.
+
+    With ``top``, only the first ``top`` algorithms, then ``› … k more`` (the first screen of a report
+    must hold every problem's line; the detailed ranking lists the rest).
+    """
     parts = []
     for rec in group.itertuples():
         extra = [] if rec.label == rec.leader or np.isnan(rec.median_diff) else [_delta(rec.median_diff, rec.median)]
         extra += [f"† {rec.unconverged}/{rec.runs}"] if rec.unconverged else []
         parts.append(f"{rec.label} {rec.wins}/{rec.runs}" + (f" ({', '.join(extra)})" if extra else ""))
+    if top is not None and len(parts) > top:
+        parts = parts[:top] + [f"… {len(parts) - top} more"]
     return " › ".join(parts)
 
 

@@ -1,4 +1,5 @@
-"""The report's first screen: the ranking, the claims with their verdicts, and the performance profile.
+"""The report's first screen: the claims with their verdicts and the ranking (beside the headline figure), and the
+performance profile.
 
 Also the claims ledger written beside each report (``claims.json``), which the
 index of all reports reads.
@@ -21,6 +22,9 @@ __all__ = ["ranking_tables", "claims_table", "claim_notes", "profile_table", "le
 LEDGER = "claims.json"
 
 
+#: Algorithms per problem in the first screen's ranking line (the detailed ranking has them all).
+GLANCE_TOP = 3
+
 PAIRING = ("Best first. Runs with the same problem and seed are a pair (same data and start); random splits are pooled. "
            "k/n: best (within {tie:g}, relative) in k of its n pairs; Δ: median paired difference to the leader; "
            "† k/n: k runs unconverged (still moving > {tol:g} over the last 10% of checkpoints).")
@@ -35,7 +39,7 @@ def ranking_tables(ds: xr.Dataset, metric: str, settings: ReportSettings) -> tup
     lower = settings.lower_is_better(metric)
     note = PAIRING.format(tie=TIE, tol=settings.converged_tolerance)
     title = f"on final {metric} ({'lower' if lower else 'higher'} is better)"
-    short = [[pool, summary_line(group)] for pool, group in rank.groupby("pool", sort=True)]
+    short = [[pool, summary_line(group, GLANCE_TOP)] for pool, group in rank.groupby("pool", sort=True)]
     detail = ranking_rows(rank, metric, lower)
     bold = {(i, 1) for i, rec in enumerate(rank.itertuples()) if rec.label == rec.leader}
     return (Table(f"Ranking {title}", ["problem", "ranking"], short,
@@ -45,16 +49,17 @@ def ranking_tables(ds: xr.Dataset, metric: str, settings: ReportSettings) -> tup
 
 
 def claims_table(verdicts: list[Verdict]) -> Table | None:
-    """One line per claim: its source, verdict and the measured evidence in short."""
+    """One line per claim: its verdict and the measured evidence in short (its source is in section Claims,
+    so that the first screen has room for the ranking and a figure)."""
     if not verdicts:
         return None
-    rows = [[v.claim.id, v.claim.source, v.verdict, v.summary()] for v in verdicts]
+    rows = [[v.claim.id, v.verdict, v.summary()] for v in verdicts]
     data = pd.DataFrame([{"id": v.claim.id, "source": v.claim.source, "kind": v.claim.kind, "verdict": v.verdict}
                          for v in verdicts])
-    return Table("Claims of the paper, checked", ["claim", "source", "verdict", "evidence (this run)"], rows,
+    return Table("Claims of the paper, checked", ["claim", "verdict", "evidence (this run)"], rows,
                  "Reproduced: holds on every problem it covers; partly: on some; not comparable: stand-in data or "
-                 "another scale. Each claim's note (section Claims) says what was tried.",
-                 {(i, 2) for i in range(len(rows))}, data)
+                 "another scale. Each claim's source and note (section Claims) say what was tried.",
+                 {(i, 1) for i in range(len(rows))}, data)
 
 
 def claim_notes(verdicts: list[Verdict]) -> Prose:

@@ -33,6 +33,9 @@ table.facts td:first-child { font-weight: 600; white-space: nowrap; }
 figure { margin: 1rem 0; max-width: 100%; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { color: #555; font-size: .85rem; max-width: 600px; }
 nav a { margin-right: 1rem; }
+.glance { display: grid; grid-template-columns: minmax(0, 1.15fr) minmax(0, 1fr); gap: 0 1.5rem; align-items: start; }
+.glance .figures figure { margin-top: 0; } .glance table { font-size: .82rem; } .glance .note { font-size: .78rem; margin: .2rem 0; }
+@media (max-width: 900px) { .glance { grid-template-columns: 1fr; } }
 .v-yes { background: #d7f2d7 !important; } .v-part { background: #fff1c2 !important; }
 .v-no { background: #f8d4d4 !important; } .v-nc { background: #e4e4f4 !important; } .v-nr { background: #eee !important; }
 .run-line { color: #555; margin: .1rem 0 .8rem; font-size: .9rem; }
@@ -76,7 +79,15 @@ def _prose(prose: Prose) -> str:
     return '<div class="prose">' + "\n".join(parts) + "</div>"
 
 
-def _section(title: str, items: list) -> list[str]:
+def _section(title: str, items: list, side_by_side: bool = False) -> list[str]:
+    """A section: its tables and prose, then its figures; ``side_by_side`` puts the figures to the right of the
+    tables (the first screen, so that the ranking, the verdicts and a figure are seen without scrolling)."""
+    if side_by_side:
+        tables, shown = [i for i in items if not isinstance(i, ReportFigure)], [i for i in items if isinstance(i, ReportFigure)]
+        if tables and shown:
+            return [f'<h2 id="{_anchor(title)}">{escape(title)}</h2>', '<div class="glance"><div>',
+                    *_section(title, tables)[1:], '</div><div class="figures">',
+                    *(_figure(fig, True) for fig in shown), "</div></div>"]
     parts = [f'<h2 id="{_anchor(title)}">{escape(title)}</h2>']
     for item in items:
         if isinstance(item, Table):
@@ -97,7 +108,7 @@ def render_html(header: Header, sections: list[Section]) -> str:
     facts = "\n".join(f"<tr><td>{escape(k)}</td><td>{escape(v)}</td></tr>" for k, v in header.facts)
     caveats = "\n".join(f'<p class="caveat">{escape(c)}</p>' for c in header.caveats)
     nav = " ".join(f'<a href="#{_anchor(t)}">{escape(t)}</a>' for t, _ in sections) + ' <a href="#about">About this run</a>'
-    parts = [part for title, items in sections for part in _section(title, items)]
+    parts = [part for i, (title, items) in enumerate(sections) for part in _section(title, items, side_by_side=i == 0)]
     description = f'<p class="description">{escape(header.description)}</p>' if header.description else ""
     facts_by_name = dict(header.facts)
     run_line = " · ".join(facts_by_name[k] for k in ("study", "svibench", "results written") if k in facts_by_name)
