@@ -7,6 +7,17 @@ thread.  Each curve is the exact negative ELBO (svibench's logreg metric ``neg_e
 the current iterate and its gap to the optimum, timed without evaluation:
 
     OMP_NUM_THREADS=1 python -m benchmarks.advi_numpyro [iterations ...]
+
+Recorded (issue 21, svibench e7676ef, numpyro with jax on one CPU thread; gap to the optimum
+5,419.249, median over seeds 0-4 of each library, so unpaired draws):
+
+    iterations          1,500    2,000    3,500    5,000
+    svibench            0.979%   0.967%   0.979%   1.012%
+    NumPyro             0.983%   1.093%   1.154%   1.118%
+
+Time per step with both stepped in alternating blocks of 250 (same load, 1-min load 0.5):
+svibench 0.71 ms, NumPyro 2.10 ms (ratio 0.34).  Both sit on the same noise floor of a
+constant-rate Adam with one draw (seed-to-seed range ~0.8-1.7% from 2,000 steps on).
 """
 from __future__ import annotations
 

@@ -62,6 +62,15 @@ def test_incompatible_pairs_are_skipped_with_a_reason(tmp_path):
     assert study.skipped and "not 'titsias'" in study.skipped[0].reason
 
 
+@pytest.mark.parametrize("name, label", [("sk-alg2", "S&K-Alg2"), ("sk-fg", "S&K-FG"), ("ep", "EP")])
+def test_sk_and_ep_on_a_model_without_a_latent_gaussian_are_skipped_at_load_with_the_capability(tmp_path, name, label):
+    # gmm has no design/latent prior: S&K and EP need LatentGaussian, so the pair is a skip naming what is missing
+    study = load_study(write(tmp_path, GOOD.replace('name = "vmp"', f'name = "{name}"')))
+    assert [(s.problem, s.algorithm) for s in study.skipped] == [("gmm/gmm-synthetic", label)]
+    assert "gmm does not offer LatentGaussian (lacks design" in study.skipped[0].reason
+    assert {r.label for r in study.runs} == {"SVI (kappa=0.6)", "SVI (kappa=0.9)"}
+
+
 BAD = {
     "unknown algorithm": (GOOD.replace('name = "vmp"', 'name = "vmpp"'), "unknown algorithm 'vmpp'; valid names:"),
     "unknown key": (GOOD.replace("checkpoints = 3", "checkpoints = 3\nepoch = 3"), "[budget]: unknown key 'epoch'"),
