@@ -23,14 +23,26 @@ K100 = ProblemSpec("lda/synthetic-k100", "lda", "lda-synthetic", {"n_topics": 10
                    {"n_docs": 4500, "n_test": 500, "vocab": 2000, "n_topics": 100})
 
 
+def _compiled_corpus(needs_sklearn: bool = False):
+    """The synthetic corpus, with svibench's kernels compiled before timing; ``NotImplementedError``
+    (asv's skip) when scikit-learn is needed and not installed."""
+    if needs_sklearn:
+        try:
+            import sklearn  # noqa: F401
+        except ImportError:
+            raise NotImplementedError("scikit-learn is not installed") from None
+    lda = model(SYNTHETIC)
+    svibench_fit(lda, 1)
+    return lda
+
+
 class SvibenchOnlineLDA:
     """svibench's SVI on the corpus scikit-learn's online LDA is timed on (``SklearnOnlineLDA``)."""
 
     timeout = 600
 
     def setup(self):
-        self.lda = model(SYNTHETIC)
-        svibench_fit(self.lda, 1)  # compile the kernels before timing
+        self.lda = _compiled_corpus()
 
     def track_svibench_seconds_per_epoch(self):
         return svibench_fit(self.lda, 2)[0]
@@ -46,18 +58,13 @@ class SvibenchOnlineLDA:
 class SklearnOnlineLDA:
     """scikit-learn's online LDA with svibench's settings, and svibench's time over its time.
 
-    Skipped (``NotImplementedError`` in ``setup``, asv's skip) when scikit-learn is not installed.
+    Skipped when scikit-learn is not installed.
     """
 
     timeout = 600
 
     def setup(self):
-        try:
-            import sklearn  # noqa: F401
-        except ImportError:
-            raise NotImplementedError("scikit-learn is not installed") from None
-        self.lda = model(SYNTHETIC)
-        svibench_fit(self.lda, 1)  # compile the kernels before timing
+        self.lda = _compiled_corpus(needs_sklearn=True)
 
     def track_sklearn_seconds_per_epoch(self):
         return sklearn_fit(self.lda, 2)[0]
