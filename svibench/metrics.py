@@ -59,7 +59,7 @@ class Metric:
     low, high : float
         The valid range: a value outside it marks the run diverged (e.g. a perplexity below 1).
     description : str
-        One line for ``svibench describe`` and the report.
+        One line for the report's table of metrics.
     """
 
     name: str

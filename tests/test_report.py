@@ -375,3 +375,11 @@ def test_the_first_screen_holds_the_ranking_the_verdicts_and_the_headline_figure
     assert "Suboptimality of elbo against algorithm time" in glance and glance.count("<img") == 1
     assert "made up for the test" not in glance  # the source stays in section Claims, with the note
     assert html.index("made up for the test") > html.index('id="claims"')
+
+
+def test_the_report_says_what_each_metric_means_as_the_model_declares_it(report):
+    table = next(t for t in report.tables if t.title == "What the metrics mean")
+    meaning = {row[0]: row[1:] for row in table.rows}
+    assert meaning["elbo"][:3] == ["↑ higher", "objective", "nats"]
+    assert meaning["heldout_loglik"][:3] == ["↑ higher", "task", "nats per test point"] and meaning["elbo"][4] == "yes"
+    assert "What the metrics mean" in report.markdown.read_text()

@@ -81,7 +81,7 @@ class BPFA(Model):
         Metric("mse", "lower", "task", "squared data units", low=0.0,
                description="squared error of the predictive mean on the held-out entries, in the data's original units"),
         Metric("draw_mse", "lower", "diagnostic", "squared data units", rankable=False, low=0.0,
-               description="expected squared error of a draw from the predictive, = mse + noise variance (§5.1's reading)"),
+               description="expected squared error of a draw from the predictive: mse + its noise variance 1/γ_obs (§5.1's reading)"),
         Metric("psnr", "higher", "task", "dB", low=0.0,
                description="PSNR of the reconstructed image against the clean image, all pixels (image data)"),
         Metric("psnr_fit", "higher", "diagnostic", "dB", rankable=False,

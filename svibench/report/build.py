@@ -19,7 +19,8 @@ from .header import make_header
 from .html import Section, render_html
 from .markdown import render_markdown
 from .settings import ReportSettings
-from .tables import Table, final_metrics, ok_runs, paper_comparison, recorded_metrics, runs_not_ok, skipped_pairs, time_to_target
+from .tables import (Table, final_metrics, metrics_meaning, ok_runs, paper_comparison, recorded_metrics, runs_not_ok,
+                     skipped_pairs, time_to_target)
 
 __all__ = ["write_report", "Report"]
 
@@ -137,7 +138,7 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     targets = settings.targets_for(metrics, answers(ds))
     profile = profile_table(ds, targets[0]) if targets and targets[0].metric in ds else None
     across = [profile[0], profile_figure(profile[1], colours, targets[0].metric, dpi=dpi)] if profile else []
-    final = final_metrics(ds)
+    final = [final_metrics(ds), metrics_meaning(ds)]
     reach = [t for t in (time_to_target(ds, target) for target in targets) if t]
     paper = paper_comparison(ds, manifest.get("paper", []), {v.claim.id: v.verdict for v in verdicts},
                              settings.converged_tolerance)
@@ -151,7 +152,7 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
         sections.append(("Across problems", across))
     if verdicts:
         sections.append(("Claims", [claim_notes(verdicts)]))
-    sections.append(("Final metrics", [*([rankings[1]] if rankings else []), final]))
+    sections.append(("Final metrics", [*([rankings[1]] if rankings else []), *final]))
     if reach:
         sections.append(("Time to target", list(reach)))
     if paper:
@@ -164,7 +165,7 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     html_path.write_text(render_html(header, sections), encoding="utf-8")
     md_path.write_text(render_markdown(header, sections, FIGURES_DIR), encoding="utf-8")
     (out / LEDGER).write_text(json.dumps(ledger(header, manifest, verdicts), indent=1) + "\n", encoding="utf-8")
-    tables = [*glance, *across[:1], *(rankings[1:] if rankings else []), final, *reach, *([paper] if paper else []), not_ok, *([skipped] if skipped else [])]
+    tables = [*glance, *across[:1], *(rankings[1:] if rankings else []), *final, *reach, *([paper] if paper else []), not_ok, *([skipped] if skipped else [])]
     return Report(out, html_path, md_path, written, tables, verdicts)
 
 

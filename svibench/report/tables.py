@@ -12,14 +12,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..results import metric_info, named
+from ..results import metric_info, named, rankable_runs
 from ..summary import final_table, final_values, metric_names
 from .fmt import DASH, mean_sd, number
 from .compare import unconverged
 from .settings import Target
 
-__all__ = ["Table", "Prose", "final_metrics", "time_to_target", "paper_comparison", "runs_not_ok", "skipped_pairs",
-           "recorded_metrics", "ok_runs"]
+__all__ = ["Table", "Prose", "final_metrics", "metrics_meaning", "time_to_target", "paper_comparison", "runs_not_ok",
+           "skipped_pairs", "recorded_metrics", "ok_runs"]
 
 
 @dataclass
@@ -107,6 +107,26 @@ def final_metrics(ds: xr.Dataset) -> Table:
         bold,
         data,
     )
+
+
+def metrics_meaning(ds: xr.Dataset) -> Table:
+    """What each recorded metric means, as its model declares it (:func:`svibench.results.metric_info`): which way is
+    better, kind, unit, valid range, whether it is a fair ranking key, and its description."""
+    info = metric_info(ds)
+    rows, records = [], []
+    for name in recorded_metrics(ds):
+        m = info[name]
+        fair = rankable_runs(ds, name)[np.isfinite(ds[name].values).any(axis=1)]
+        rankable = "yes" if fair.all() else "no" if not fair.any() else "on some problems"
+        rows.append([name, "↓ lower" if m.lower else "↑ higher", m.kind, m.unit or DASH,
+                     f"[{m.low:g}, {m.high:g}]" if np.isfinite([m.low, m.high]).any() else DASH, rankable, m.description])
+        records.append({**m.to_dict(), "rankable": rankable})
+    return Table("What the metrics mean", ["metric", "better", "kind", "unit", "valid range", "fair ranking key",
+                                           "description"], rows,
+                 "As each model declares them (svibench.metrics), saved with every run. Objective: what the algorithms "
+                 "optimise (drawn as suboptimality); task: what a user of the posterior cares about; diagnostic: a check "
+                 "on the run. A metric that is no fair ranking key (e.g. a fit to noisy observations) is not ranked.",
+                 data=pd.DataFrame(records))
 
 
 def _first_reach(values: np.ndarray, threshold: float, lower: bool) -> int | None:
