@@ -20,6 +20,7 @@ from svibench.capabilities import ConjugatePosterior, Globals, LocalApprox
 from svibench.capabilities.latent_gaussian import GaussianPosterior
 from svibench.data import Dataset
 from svibench.expfam import LOG_2PI, GaussianFullNatural
+from svibench.metrics import Metric, metric_table
 from svibench.model import Model
 
 from .gaussian_families import FullGaussian, MeanFieldGaussian
@@ -44,7 +45,15 @@ class BayesianLinearRegression(Model):
     conformance_problem: ClassVar[dict] = {"dataset": "linreg-synthetic",
                                            "dataset_params": {"n": 300, "n_test": 100, "dim": 3, "seed": 0}}
     data_kinds = ("regression",)
-    metrics = ("elbo", "heldout_loglik", "posterior_kl")
+    metrics = metric_table(
+        Metric("elbo", "higher", "objective", "nats", description="exact ELBO of the Gaussian q(w)"),
+        Metric("heldout_loglik", "higher", "task", "nats per test point",
+               description="mean log predictive density of the test targets under q (exact)"),
+        Metric("posterior_kl", "lower", "diagnostic", "nats", low=0.0,
+               description="KL(q ‖ exact posterior), closed form (Bishop 2006, eq. 3.53–3.54); elbo + KL = log p(y)"),
+    )
+    #: Exact for every Gaussian q; ranks like ``posterior_kl`` (their sum is the constant log p(y)).
+    answer = "elbo"
     posterior_types = (ConjugatePosterior, GaussianPosterior)
     local_kinds: ClassVar[tuple[str, ...]] = ("mf",)
     init_methods: ClassVar[tuple[str, ...]] = ("prior",)

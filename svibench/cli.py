@@ -95,7 +95,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"unreadable run files (run again): {', '.join(result.corrupt)}", file=sys.stderr)
     if not args.quiet:
         print(f"{len(result.executed)} runs made, {len(result.reused)} already on disk")
-        print(_final_metrics_text(out, study.report))
+        print(_final_metrics_text(out))
     if not args.no_report:
         from .report import write_report  # seaborn/matplotlib load only when a report is written
 
@@ -105,14 +105,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return _exit_status(result.statuses, args.quiet)
 
 
-def _final_metrics_text(out: Path, report: dict) -> str:
+def _final_metrics_text(out: Path) -> str:
     """The report's final-metrics table as text (failed runs left out of the means, as in the report)."""
     import pandas as pd
 
-    from .report.settings import ReportSettings
     from .report.tables import final_metrics
 
-    table = final_metrics(open_results(out, skip_corrupt=True), ReportSettings.parse(report))
+    table = final_metrics(open_results(out, skip_corrupt=True))
     return pd.DataFrame(table.rows, columns=table.columns).to_string(index=False)
 
 

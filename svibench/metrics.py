@@ -1,9 +1,11 @@
 """What a metric means, declared as data: direction, kind, unit, valid range, and whether it is a fair ranking key.
 
 Each model declares its metrics with :func:`metric_table` (``Model.metrics``), and
-which one answers a study by default (``Model.answer``).  Reports, rankings and
-verdicts read these declarations (saved with every run); nothing parses metric
-names.
+which one answers a study by default (``Model.answer``); a model whose fairness as
+a ranking key depends on its data says so per instance (``Model.metric_info``).
+Reports, rankings and verdicts read these declarations (saved with every run as
+JSON, :func:`table_json`); nothing parses metric names.  :func:`check_declaration`
+refuses, in one line, a model that declares plain names or leaves ``answer`` unset.
 
 Kinds:
 
@@ -16,13 +18,21 @@ Kinds:
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
-__all__ = ["Metric", "KINDS", "DIRECTIONS", "metric_table", "MetricError"]
+__all__ = ["Metric", "KINDS", "DIRECTIONS", "metric_table", "MetricError", "check_declaration", "table_json",
+           "table_from_json", "HOW_TO_DECLARE"]
+
+#: The fix every "no metadata" error names.
+HOW_TO_DECLARE = ("declare `metrics = metric_table(Metric(name, direction, kind, unit, ...), ...)` and "
+                  "`answer = name` (svibench.metrics)")
 
 KINDS = ("objective", "task", "diagnostic")
+#: Rounding slack of :meth:`Metric.valid` at a finite bound: relative, and at least absolute.
+ROUNDING = 1e-9
 DIRECTIONS = ("higher", "lower")
 
 
@@ -49,7 +59,7 @@ class Metric:
     low, high : float
         The valid range: a value outside it marks the run diverged (e.g. a perplexity below 1).
     description : str
-        One line for ``svibench describe`` and the report.
+        One line for the report's table of metrics.
     """
 
     name: str
@@ -79,8 +89,10 @@ class Metric:
         return -value if self.lower else value
 
     def valid(self, value: float) -> bool:
-        """Whether ``value`` is finite and inside the declared range."""
-        return math.isfinite(value) and self.low <= value <= self.high
+        """Whether ``value`` is finite and inside the declared range, up to rounding (:data:`ROUNDING` of the
+        bound, at least absolute: a KL computed as a difference of logs may come out at −1e-15)."""
+        return (math.isfinite(value) and self.low - ROUNDING * max(1.0, abs(self.low)) <= value
+                <= self.high + ROUNDING * max(1.0, abs(self.high)))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (infinite bounds as None), as saved with each run."""
@@ -91,6 +103,7 @@ class Metric:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Metric":
+        """Inverse of :meth:`to_dict`."""
         low, high = data.get("low"), data.get("high")
         return cls(data["name"], data["direction"], data["kind"], data.get("unit", ""), bool(data.get("rankable", True)),
                    -math.inf if low is None else float(low), math.inf if high is None else float(high),
@@ -107,3 +120,37 @@ def metric_table(*metrics: Metric) -> dict[str, Metric]:
             raise MetricError(f"metric {m.name!r} is declared twice")
         table[m.name] = m
     return table
+
+
+def check_declaration(model_cls: type) -> dict[str, Metric]:
+    """The metric table of a model class, after checking that it is one.
+
+    Every metric is a :class:`Metric` filed under its own name, and ``answer``
+    names one of its objective or task metrics.  A model that declares plain
+    names (``metrics = ("elbo", ...)``), no metrics, or no answer gets a
+    :class:`MetricError` in one line that says how to declare them.
+    """
+    name = getattr(model_cls, "name", model_cls.__name__)
+    table = getattr(model_cls, "metrics", None)
+    if not isinstance(table, Mapping) or not table:
+        got = f"its metrics as plain names {tuple(table)!r}" if table else "no metrics"
+        raise MetricError(f"model {name!r} declares {got}; {HOW_TO_DECLARE}")
+    bare = [key for key, m in table.items() if not isinstance(m, Metric) or m.name != key]
+    if bare:
+        raise MetricError(f"model {name!r}: metric {bare[0]!r} has no metadata (a Metric named {bare[0]!r}); {HOW_TO_DECLARE}")
+    answer = getattr(model_cls, "answer", "")
+    answers = [key for key, m in table.items() if m.kind != "diagnostic"]
+    if answer not in answers:
+        raise MetricError(f"model {name!r}: answer {answer!r} is not one of its objective or task metrics; "
+                          f"set `answer` to one of {', '.join(answers) or '(none: declare one)'}")
+    return dict(table)
+
+
+def table_json(table: Mapping[str, Metric]) -> str:
+    """A metric table as JSON (a list of :meth:`Metric.to_dict`, in declaration order), as saved with each run."""
+    return json.dumps([m.to_dict() for m in table.values()], sort_keys=True)
+
+
+def table_from_json(text: str) -> dict[str, Metric]:
+    """Inverse of :func:`table_json`."""
+    return metric_table(*(Metric.from_dict(d) for d in json.loads(text)))

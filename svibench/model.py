@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .data import Dataset
+from .metrics import Metric
 
 __all__ = ["Model", "IncompatibleData", "evaluate_posterior"]
 
@@ -23,14 +24,19 @@ class Model:
     """Base class of models.
 
     Subclasses set ``name`` (registry key), ``data_kinds`` (dataset kinds they
-    accept) and ``metrics`` (names :meth:`evaluate` may report), take the
+    accept), ``metrics`` (every metric :meth:`evaluate` may report, with its
+    meaning: ``svibench.metrics.metric_table(Metric(...), ...)``) and ``answer``
+    (the objective or task metric that answers a study by default), take the
     dataset plus keyword-only hyperparameters in ``__init__``, and implement
-    :meth:`evaluate` and :attr:`n_train`.
+    :meth:`evaluate` and :attr:`n_train`.  There is no default table: a model
+    that declares none is refused when a study using it is loaded
+    (:func:`svibench.metrics.check_declaration`).
     """
 
     name: ClassVar[str]
     data_kinds: ClassVar[tuple[str, ...]]
-    metrics: ClassVar[tuple[str, ...]] = ("elbo", "heldout_loglik")
+    metrics: ClassVar[dict[str, Metric]] = {}
+    answer: ClassVar[str] = ""
     #: The posterior types :meth:`evaluate` takes (empty: not checked), so that an algorithm
     #: handing out anything else is told so in one line instead of failing inside ``evaluate``.
     posterior_types: ClassVar[tuple[type, ...]] = ()
@@ -47,6 +53,15 @@ class Model:
     def n_train(self) -> int:
         """Number of training data points (the ``N`` of the epoch count)."""
         raise NotImplementedError
+
+    def metric_info(self) -> dict[str, Metric]:
+        """What each metric means on this model bound to its data: the class's ``metrics``.
+
+        A model whose metric is a fair ranking key on some data and not on other
+        data overrides this (same names, e.g. BPFA's ``psnr_fit`` on noisy pixels);
+        the runner saves its result with every run.
+        """
+        return dict(type(self).metrics)
 
     def evaluate(self, posterior: Any, rng: np.random.Generator) -> dict[str, float]:
         """Metrics of a variational posterior.

@@ -16,6 +16,7 @@ import os
 import platform
 import subprocess
 import tempfile
+from dataclasses import replace
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -23,10 +24,18 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-__all__ = ["write_run", "read_run", "open_results", "run_files", "environment", "ResultsError", "RUN_COORDS"]
+from .metrics import Metric, table_from_json, table_json
+from .registry import RegistryError, get_registry
+from .summary import metric_names
 
-#: Per-run attributes that become coordinates along ``run`` in the combined Dataset.
-RUN_COORDS = ("run_id", "problem", "model", "dataset", "algorithm", "label", "seed", "params", "status", "message")
+__all__ = ["write_run", "read_run", "open_results", "run_files", "environment", "ResultsError", "RUN_COORDS",
+           "metric_info", "rankable_runs", "answers", "named", "select_runs"]
+
+#: Per-run attributes that become coordinates along ``run`` in the combined Dataset: the run's names, their
+#: structured parts (``method``, ``variant``, ``problem_base``, ``problem_grid``; dicts as JSON) and what its
+#: metrics mean (``metric_info``, JSON of :func:`svibench.metrics.table_json`; ``answer``).
+RUN_COORDS = ("run_id", "problem", "problem_base", "problem_grid", "model", "dataset", "algorithm", "label", "method",
+              "variant", "seed", "params", "status", "message", "metric_info", "answer")
 
 
 class ResultsError(RuntimeError):
@@ -130,8 +139,8 @@ def open_results(path: str | Path, *, skip_corrupt: bool = False) -> xr.Dataset:
     xarray.Dataset
         Variables ``iteration``, ``epoch``, ``time`` and every metric, NaN where
         a run has fewer checkpoints or a metric does not apply; per-run
-        coordinates ``problem``, ``model``, ``dataset``, ``algorithm``,
-        ``label``, ``seed``, ``params`` (JSON), ``status``, ``message``;
+        coordinates :data:`RUN_COORDS` (:func:`metric_info`, :func:`answers`
+        and :func:`select_runs` read them);
         attributes from the manifest (study, versions, git commit, machine, and
         ``origins``: JSON of where each algorithm, model and dataset came from —
         built-in, entry point with its package's version, or plugin file with
@@ -194,5 +203,88 @@ def open_results(path: str | Path, *, skip_corrupt: bool = False) -> xr.Dataset:
 
 
 def _attr(ds: xr.Dataset, name: str):
-    value = ds.attrs.get(name, "")
+    value = ds.attrs.get(name)
+    if value is None or (name == "metric_info" and value == "[]"):
+        value = _older_file(ds.attrs, name)
     return int(value) if name == "seed" else str(value)
+
+
+def _older_file(attrs: dict, name: str) -> str:
+    """What a run file written before an attribute existed stands for: the structured identity of a run without
+    grids (method = label, problem base = problem), and its model class's declared metrics (``Model.metrics``,
+    without a per-data refinement such as BPFA's; none if the model is not registered here)."""
+    if name in ("method", "problem_base"):
+        return str(attrs.get("label" if name == "method" else "problem", ""))
+    if name in ("variant", "problem_grid"):
+        return "{}"
+    if name not in ("metric_info", "answer"):
+        return str(attrs.get(name, ""))
+    try:
+        model_cls = get_registry().model(str(attrs.get("model", "")))
+    except RegistryError:
+        return "[]" if name == "metric_info" else ""
+    return table_json(dict(model_cls.metrics)) if name == "metric_info" else model_cls.answer
+
+
+@lru_cache(maxsize=64)
+def _table(text: str) -> dict[str, Metric]:
+    return table_from_json(text)
+
+
+def metric_info(ds: xr.Dataset) -> dict[str, Metric]:
+    """What each metric of the results means: the union over runs of their models' ``metric_info``.
+
+    A metric declared by several models (``elbo``, ``heldout_loglik``) keeps its first declaration, with the
+    widest valid range and ``rankable`` only if every run's says so (:func:`rankable_runs` has each run's).
+
+    Raises
+    ------
+    ResultsError
+        Two models declare a metric with a different direction or kind, or a metric of the results has no
+        metadata (a run file written by an older svibench, of a model not registered here).
+    """
+    out: dict[str, Metric] = {}
+    for text in dict.fromkeys(map(str, ds["metric_info"].values)):
+        for name, m in _table(text).items():
+            first = out.setdefault(name, m)
+            if (first.direction, first.kind) != (m.direction, m.kind):
+                raise ResultsError(f"metric {name!r} is {first.direction}-is-better {first.kind} in one model and "
+                                   f"{m.direction}-is-better {m.kind} in another; rename one of them")
+            out[name] = replace(first, rankable=first.rankable and m.rankable, low=min(first.low, m.low),
+                                high=max(first.high, m.high))
+    bare = [m for m in metric_names(ds) if m not in out]
+    if bare:
+        raise ResultsError(f"the results hold no metadata for metric {bare[0]!r} (older run files of a model not "
+                           "registered here); run the study again with this svibench")
+    return out
+
+
+def rankable_runs(ds: xr.Dataset, metric: str) -> np.ndarray:
+    """Per run: whether its model declares ``metric`` a fair ranking key on its data (False if it does not declare it)."""
+    tables = [_table(str(text)) for text in ds["metric_info"].values]
+    return np.array([metric in t and t[metric].rankable for t in tables], dtype=bool)
+
+
+def answers(ds: xr.Dataset) -> list[str]:
+    """The metrics the runs' models name as their default answer (``Model.answer``), in run order, once each."""
+    return [a for a in dict.fromkeys(map(str, ds["answer"].values)) if a]
+
+
+def named(exact, group, wanted: str) -> np.ndarray:
+    """Which rows ``wanted`` names, by whole strings: those whose ``exact`` value (a label, a problem) is
+    ``wanted`` if any is, else those whose ``group`` value (a method, a problem base) is.  So ``"MF-SVI"``
+    selects every grid point of MF-SVI unless a run is labelled exactly ``MF-SVI``."""
+    exact, group = np.asarray(exact, dtype=str), np.asarray(group, dtype=str)
+    hit = exact == wanted
+    return hit if hit.any() else group == wanted
+
+
+def select_runs(ds: xr.Dataset, *, algorithm: str | None = None, problem: str | None = None) -> np.ndarray:
+    """Mask over the runs of ``ds``: those of ``algorithm`` (an exact label, else a method) on ``problem`` (an
+    exact problem, else a problem base: its grid points), read from the structured coordinates (:func:`named`)."""
+    mask = np.ones(ds.sizes["run"], dtype=bool)
+    if algorithm is not None:
+        mask &= named(ds["label"].values, ds["method"].values, algorithm)
+    if problem is not None:
+        mask &= named(ds["problem"].values, ds["problem_base"].values, problem)
+    return mask

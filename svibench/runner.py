@@ -20,6 +20,7 @@ import numpy as np
 import xarray as xr
 
 from .algorithm import Algorithm, Diverged
+from .metrics import HOW_TO_DECLARE, Metric, table_json
 from .model import Model, evaluate_posterior
 from .problem import build_model
 from .registry import get_registry
@@ -66,8 +67,13 @@ class _Trajectory:
 
     def __init__(self) -> None:
         self.rows: list[dict[str, float]] = []
-        self.metrics: tuple[str, ...] = ()
+        self.metrics: dict[str, Metric] = {}
+        self.answer = ""
         self.evaluation_seconds = 0.0
+
+    def describe(self, model: Model) -> None:
+        """Keep what the model's metrics mean on its data (``Model.metric_info``) and its answer, saved with the run."""
+        self.metrics, self.answer = model.metric_info(), type(model).answer
 
     def record(self, model: Model, alg: Algorithm, rng: np.random.Generator, iteration: int, epoch: float,
                algorithm_seconds: float) -> None:
@@ -77,7 +83,7 @@ class _Trajectory:
         self.evaluation_seconds += time.perf_counter() - t_eval
         unknown = set(values) - set(self.metrics)
         if unknown:
-            raise ValueError(f"{type(model).__name__}.evaluate returned metrics not in its `metrics`: {sorted(unknown)}")
+            raise ValueError(f"model {model.name!r} returned metrics it does not declare: {sorted(unknown)}; {HOW_TO_DECLARE}")
         self.rows.append({"iteration": iteration, "epoch": epoch, "time": algorithm_seconds, **values})
         bad = [k for k, v in values.items() if not np.isfinite(v)]
         if bad:
@@ -112,7 +118,8 @@ def execute(
     except Exception as exc:  # the run's own fault: record it, the sweep goes on
         status, message, tb = "failed", f"{type(exc).__name__}: {exc}{_where(exc)}", traceback.format_exc()
     return to_dataset(spec, trajectory.rows, trajectory.metrics, status, message, tb,
-                      wall_seconds=time.monotonic() - started, evaluation_seconds=trajectory.evaluation_seconds)
+                      wall_seconds=time.monotonic() - started, evaluation_seconds=trajectory.evaluation_seconds,
+                      answer=trajectory.answer)
 
 
 def _run(spec: RunSpec, trajectory: _Trajectory, clock: Callable[[], float],
@@ -120,7 +127,7 @@ def _run(spec: RunSpec, trajectory: _Trajectory, clock: Callable[[], float],
     """Validate, init and step until the budget or the time limit ends; (status, message) of the run."""
     entry = get_registry(spec.plugins).algorithm(spec.algorithm)
     model = build_model(spec.problem, spec.plugins)
-    trajectory.metrics = type(model).metrics
+    trajectory.describe(model)
     alg = entry.build(dict(spec.params))
     alg.check_params()
     alg_seeds, eval_seeds = run_seeds(spec)
@@ -157,14 +164,21 @@ def _run(spec: RunSpec, trajectory: _Trajectory, clock: Callable[[], float],
 def to_dataset(
     spec: RunSpec,
     rows: list[dict[str, float]],
-    metrics: tuple[str, ...],
+    metrics: dict[str, Metric],
     status: str,
     message: str,
     tb: str = "",
     wall_seconds: float = float("nan"),
     evaluation_seconds: float = float("nan"),
+    answer: str = "",
 ) -> xr.Dataset:
-    """One run's trajectory with its identity in the attributes (the per-run file schema)."""
+    """One run's trajectory with its identity in the attributes (the per-run file schema).
+
+    The identity includes its structured parts (``method``, ``variant``, ``problem_base``,
+    ``problem_grid``; dicts as JSON) and what its metrics mean (``metric_info``: JSON of the
+    model's :meth:`~svibench.model.Model.metric_info` on its data, ``answer``), so that reports
+    read them instead of parsing names.
+    """
     names = list(TRACKED) + [m for m in metrics if m not in TRACKED]
     names += sorted({k for row in rows for k in row} - set(names))
     data = {
@@ -180,6 +194,10 @@ def to_dataset(
         problem_spec=spec.problem.key(),
         algorithm=spec.algorithm,
         label=spec.label,
+        method=spec.method,
+        variant=canonical_json(spec.variant),
+        problem_base=spec.problem.base,
+        problem_grid=canonical_json(spec.problem.grid),
         params=canonical_json(spec.params),
         seed=spec.seed,
         budget=canonical_json(asdict(spec.budget)),
@@ -188,5 +206,7 @@ def to_dataset(
         traceback=tb,
         wall_seconds=wall_seconds,
         evaluation_seconds=evaluation_seconds,
+        metric_info=table_json(metrics),
+        answer=answer,
     )
     return ds

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ProblemSpec", "Budget", "Checkpoints", "RunSpec", "canonical_json"]
+__all__ = ["ProblemSpec", "Budget", "Checkpoints", "RunSpec", "canonical_json", "PROBLEM_IDENTITY"]
 
 
 def canonical_json(obj: Any) -> str:
@@ -16,18 +16,36 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
 
 
+#: The fields of a :class:`ProblemSpec` that say what is computed (its key, hence run ids and random streams).
+PROBLEM_IDENTITY = ("name", "model", "dataset", "model_params", "dataset_params")
+
+
 @dataclass(frozen=True)
 class ProblemSpec:
-    """Model + dataset + their parameters, e.g. ``gmm`` on ``gmm-synthetic``."""
+    """Model + dataset + their parameters, e.g. ``gmm`` on ``gmm-synthetic``.
+
+    ``base`` is the study's ``[[problem]]`` name before its grid is expanded
+    (default: ``name``) and ``grid`` the model and dataset parameters that the
+    grid varies at this point, e.g. ``{"split": 3}``: reports pool a problem's
+    grid points by ``base``, never by reading ``name``.  Neither enters
+    :meth:`key`, so they change no run id.
+    """
 
     name: str
     model: str
     dataset: str
     model_params: dict[str, Any] = field(default_factory=dict)
     dataset_params: dict[str, Any] = field(default_factory=dict)
+    base: str = ""
+    grid: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.base:
+            object.__setattr__(self, "base", self.name)
 
     def key(self) -> str:
-        return canonical_json(asdict(self))
+        """Identity of what is computed: :data:`PROBLEM_IDENTITY` as canonical JSON."""
+        return canonical_json({name: getattr(self, name) for name in PROBLEM_IDENTITY})
 
 
 @dataclass(frozen=True)
@@ -79,7 +97,14 @@ class Checkpoints:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """Everything a worker needs to make one run, by name (picklable, no live objects)."""
+    """Everything a worker needs to make one run, by name (picklable, no live objects).
+
+    ``method`` is the algorithm as a reader names it (the ``[[algorithm]]``'s
+    ``method``, else its label, e.g. ``"PG-exact"``; default: ``label``) and
+    ``variant`` the hyperparameters its grid varies at this run, e.g.
+    ``{"kappa": 0.6}``: the label's structured parts, which reports read instead
+    of parsing the label.  Neither enters :attr:`run_id`.
+    """
 
     study: str
     problem: ProblemSpec
@@ -91,6 +116,12 @@ class RunSpec:
     checkpoints: Checkpoints = Checkpoints()
     timeout: float | None = None
     plugins: tuple[str, ...] = ()
+    method: str = ""
+    variant: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.method:
+            object.__setattr__(self, "method", self.label)
 
     @property
     def run_id(self) -> str:

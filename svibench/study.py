@@ -19,6 +19,7 @@ A study is a TOML file (read with the standard library's ``tomllib``)::
     [[algorithm]]
     name = "svi"
     params = { batch_size = 100, kappa = [0.6, 0.9] }   # a list is a grid
+    # label = "SVI", method = "SVI"   # optional: the name in reports, and the method it is a variant of
 
     [scales.paper]                # `svibench run --scale paper` merges these in
     seeds = [0, 1, 2, 3, 4]
@@ -65,6 +66,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .metrics import MetricError, check_declaration
 from .registry import AlgorithmEntry, Registry, RegistryError, get_registry
 from .report.claims import Claim, Reference, check_names, parse_claims, parse_references
 from .report.settings import ReportError, ReportSettings
@@ -81,7 +83,7 @@ TOP_KEYS = {"study", "budget", "problem", "algorithm", "scales", "paper", "repor
 STUDY_KEYS = {"name", "description", "seeds", "timeout"}
 BUDGET_KEYS = {"iterations", "epochs", "seconds", "checkpoints", "spacing", "at"}
 PROBLEM_KEYS = {"name", "model", "dataset", "model_params", "dataset_params"}
-ALGORITHM_KEYS = {"name", "label", "params", "models"}
+ALGORITHM_KEYS = {"name", "label", "method", "params", "models"}
 SCALE_KEYS = {"seeds", "budget", "timeout", "model_params", "dataset_params", "algorithm_params"}
 PAPER_KEYS = {"problem", "algorithm", "metric", "value", "sd", "note", "claim"}
 #: A plotted metric gets a warning at load below this many checkpoints per run (too few to show convergence).
@@ -95,6 +97,19 @@ class Skipped:
     problem: str
     algorithm: str
     reason: str
+
+
+@dataclass(frozen=True)
+class AlgorithmPoint:
+    """One point of an ``[[algorithm]]`` grid: its registry entry, parameters, label, method, the
+    parameters the grid varies here (``variant``) and the models it is restricted to (None: all)."""
+
+    entry: AlgorithmEntry
+    params: dict[str, Any]
+    label: str
+    method: str
+    variant: dict[str, Any]
+    models: frozenset[str] | None
 
 
 @dataclass
@@ -226,16 +241,16 @@ def parse_study(
     budget, checkpoints = _parse_budget(raw.get("budget", {}), overrides)
     problems = _parse_problems(raw.get("problem"), overrides, registry)
     runs, skipped = [], []
-    for entry, combo, label, models in _parse_algorithms(raw.get("algorithm"), overrides, registry):
+    for point in _parse_algorithms(raw.get("algorithm"), overrides, registry):
         for problem in problems:
-            if models is not None and problem.model not in models:
+            if point.models is not None and problem.model not in point.models:
                 continue  # the study asks for this entry on other models only
-            reason = entry.incompatibility(registry.model(problem.model), combo)
+            reason = point.entry.incompatibility(registry.model(problem.model), point.params)
             if reason:
-                skipped.append(Skipped(problem.name, label, reason))
+                skipped.append(Skipped(problem.name, point.label, reason))
                 continue
-            runs.extend(RunSpec(name, problem, entry.name, label, combo, seed, budget, checkpoints, timeout, tuple(plugins))
-                        for seed in seeds)
+            runs.extend(RunSpec(name, problem, point.entry.name, point.label, point.params, seed, budget, checkpoints,
+                                timeout, tuple(plugins), point.method, point.variant) for seed in seeds)
     ids = [r.run_id for r in runs]
     if len(set(ids)) != len(ids):
         raise StudyError("[[algorithm]]: two entries describe the same runs (same algorithm and parameters); remove one")
@@ -320,7 +335,8 @@ def _parse_problem(table: Any, where: str, overrides: dict[str, Any], registry: 
     try:
         model_cls = registry.model(table["model"])
         info = registry.dataset(table["dataset"])
-    except RegistryError as exc:
+        check_declaration(model_cls)
+    except (RegistryError, MetricError) as exc:
         raise StudyError(f"{where}: {exc}") from None
     if info.kind not in model_cls.data_kinds:
         raise StudyError(
@@ -342,14 +358,24 @@ def _parse_problem(table: Any, where: str, overrides: dict[str, Any], registry: 
         for dp, d_varied in _grid(dataset_params, f"{where} dataset_params"):
             _check_params(dp, info.loader, loader_names, f"{where} dataset_params", f"dataset {info.name!r}")
             suffix = ", ".join(f"{k}={v}" for k, v in [*((k, mp[k]) for k in m_varied), *((k, dp[k]) for k in d_varied)])
-            problems.append(ProblemSpec(f"{base} ({suffix})" if suffix else base, model_cls.name, info.name, mp, dp))
+            problems.append(ProblemSpec(f"{base} ({suffix})" if suffix else base, model_cls.name, info.name, mp, dp,
+                                        base, _grid_point(mp, m_varied, dp, d_varied)))
     return problems
 
 
-def _parse_algorithms(tables: Any, overrides: dict[str, Any],
-                      registry: Registry) -> list[tuple[AlgorithmEntry, dict[str, Any], str, frozenset[str] | None]]:
-    """``[[algorithm]]``: (registry entry, parameters, label, the models it is restricted to or None)
-    for every point of every table's grid."""
+def _grid_point(model_params: dict[str, Any], model_varied: list[str], dataset_params: dict[str, Any],
+                dataset_varied: list[str]) -> dict[str, Any]:
+    """The model and dataset parameters a ``[[problem]]``'s grid varies at one point, by name (a name both
+    grids vary is qualified, ``model_params.k`` and ``dataset_params.k``)."""
+    both = set(model_varied) & set(dataset_varied)
+    point = {(f"model_params.{k}" if k in both else k): model_params[k] for k in model_varied}
+    point.update({(f"dataset_params.{k}" if k in both else k): dataset_params[k] for k in dataset_varied})
+    return point
+
+
+def _parse_algorithms(tables: Any, overrides: dict[str, Any], registry: Registry) -> list[AlgorithmPoint]:
+    """``[[algorithm]]``: every point of every table's grid.  Its ``method`` defaults to its ``label``, which
+    defaults to the registry entry's; the label of a grid point adds the varied parameters, ``(k=v, ...)``."""
     if not isinstance(tables, list) or not tables:
         raise StudyError("[[algorithm]]: a study needs at least one [[algorithm]] table")
     out = []
@@ -367,8 +393,10 @@ def _parse_algorithms(tables: Any, overrides: dict[str, Any],
         params = dict(_table(table.get("params", {}), f"{where} params"))
         params.update({k: v for k, v in overrides.get("algorithm_params", {}).items() if k in accepted})
         label_base = table.get("label", entry.label)
-        if not isinstance(label_base, str):
-            raise StudyError(f"{where} label: expected a string, got {_type_name(label_base)}")
+        method = table.get("method", label_base)
+        for key, value in (("label", label_base), ("method", method)):
+            if not isinstance(value, str) or not value:
+                raise StudyError(f"{where} {key}: expected a non-empty string, got {_type_name(value)}")
         models = _parse_models(table, registry, where)
         for combo, varied in _grid(params, f"{where} params"):
             _check_params(combo, entry.cls.__init__, accepted, f"{where} params", f"algorithm {entry.name!r}")
@@ -376,8 +404,8 @@ def _parse_algorithms(tables: Any, overrides: dict[str, Any],
                 entry.build(combo).check_params()
             except (ValueError, TypeError) as exc:
                 raise StudyError(f"{where} params {canonical_json(combo)}: {exc}") from None
-            out.append((entry, combo, label_base + (" (" + ", ".join(f"{k}={combo[k]}" for k in varied) + ")" if varied else ""),
-                        models))
+            label = label_base + (" (" + ", ".join(f"{k}={combo[k]}" for k in varied) + ")" if varied else "")
+            out.append(AlgorithmPoint(entry, combo, label, method, {k: combo[k] for k in varied}, models))
     return out
 
 
@@ -427,7 +455,8 @@ def _parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]], problems: li
     try:
         claims = parse_claims(raw.get("claim", []), paper)
         references = parse_references(raw.get("reference", []))
-        check_names(claims, references, [p.name for p in problems], sorted({r.label for r in runs}), metrics)
+        check_names(claims, references, sorted({n for p in problems for n in (p.name, p.base)}),
+                    sorted({n for r in runs for n in (r.label, r.method)}), metrics)
     except ReportError as exc:
         raise StudyError(str(exc)) from None
     return claims, references

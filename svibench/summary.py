@@ -9,6 +9,8 @@ import xarray as xr
 __all__ = ["final_values", "final_table", "metric_names"]
 
 NOT_METRICS = ("iteration", "epoch", "time")
+#: The per-run coordinates :func:`final_values` keeps (``seed`` besides).
+IDENTITY = ("problem", "problem_base", "label", "method", "algorithm", "status", "message")
 
 
 def metric_names(ds: xr.Dataset) -> list[str]:
@@ -17,12 +19,13 @@ def metric_names(ds: xr.Dataset) -> list[str]:
 
 
 def final_values(ds: xr.Dataset) -> pd.DataFrame:
-    """One row per run: its identity and the last recorded value of every tracked variable."""
+    """One row per run: its identity (with the structured ``problem_base`` and ``method``) and the last recorded
+    value of every tracked variable."""
     last = ds["iteration"].notnull().sum("checkpoint") - 1
     rows = []
     for r in range(ds.sizes["run"]):
         k = int(last[r])
-        row = {name: str(ds[name].values[r]) for name in ("problem", "label", "algorithm", "status", "message")}
+        row = {name: str(ds[name].values[r]) for name in IDENTITY}
         row["seed"] = int(ds["seed"].values[r])
         for var in ("iteration", "epoch", "time", *metric_names(ds)):
             row[var] = float(ds[var].values[r, k]) if k >= 0 else np.nan

@@ -88,14 +88,18 @@ def _manifest(study: Study, statuses: dict[str, str], execution: dict, where_fro
         "study_toml": study.raw.get("_text", ""),
         "scale": study.scale,
         **environment(),
-        "runs": {
-            run.run_id: {"problem": run.problem.name, "label": run.label, "seed": run.seed, "status": statuses.get(run.run_id, "missing")}
-            for run in study.runs
-        },
+        "runs": {run.run_id: _run_entry(run, statuses.get(run.run_id, "missing")) for run in study.runs},
         "skipped": [vars(s) for s in study.skipped],
         "paper": study.paper,
         "report": study.report,
     }
+
+
+def _run_entry(run: RunSpec, status: str) -> dict:
+    """A run's line in the manifest: its names, their structured parts (method, variant, problem base and grid point,
+    as in the run's file), its seed and status."""
+    return {"problem": run.problem.name, "problem_base": run.problem.base, "problem_grid": run.problem.grid,
+            "label": run.label, "method": run.method, "variant": run.variant, "seed": run.seed, "status": status}
 
 
 def _refuse_changed_study(old: dict, study: Study, folder: Path) -> None:

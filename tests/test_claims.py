@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 
+from svibench.metrics import Metric, metric_table, table_json
 from svibench.report.claims import evaluate_claims, parse_claims
 from svibench.report.compare import performance_profile, profile_ratios, ranking, summary_line, unconverged
 from svibench.report.index import write_index
@@ -25,8 +26,9 @@ from svibench.report.tables import paper_comparison
 from svibench.study import StudyError, parse_study
 
 
-def results(runs: list[dict]) -> xr.Dataset:
-    """A results Dataset (run × checkpoint) from dicts: problem, label, seed, values (of ``score``), status."""
+def results(runs: list[dict], direction: str = "higher") -> xr.Dataset:
+    """A results Dataset (run × checkpoint) from dicts: problem, base (its problem base), label, seed, values
+    (of ``score``, a task metric better ``direction``), status."""
     n = max(len(r["values"]) for r in runs)
     pad = lambda v: np.concatenate([np.asarray(v, float), np.full(n - len(v), np.nan)])
     data = {
@@ -38,11 +40,16 @@ def results(runs: list[dict]) -> xr.Dataset:
     coords = {key: ("run", [r.get(key, default) for r in runs]) for key, default in
               [("problem", "p"), ("label", "A"), ("seed", 0), ("status", "ok"), ("algorithm", "a"), ("message", "")]}
     coords["run_id"] = ("run", [f"r{i}" for i in range(len(runs))])
+    coords["problem_base"] = ("run", [r.get("base", r.get("problem", "p")) for r in runs])
+    coords["method"] = ("run", [r.get("label", "A") for r in runs])
+    coords["metric_info"] = ("run", [table_json(metric_table(Metric("score", direction, "task")))] * len(runs))
     return xr.Dataset(data, coords=coords)
 
 
-def finals(rows: list[tuple[str, str, float]]) -> pd.DataFrame:
-    return pd.DataFrame([{"problem": p, "label": lb, "score": v, "status": "ok"} for p, lb, v in rows])
+def finals(rows: list[tuple]) -> pd.DataFrame:
+    """Final values from (problem, label, value[, problem base])."""
+    return pd.DataFrame([{"problem": p, "problem_base": (base or [p])[0], "label": lb, "score": v, "status": "ok"}
+                         for p, lb, v, *base in rows])
 
 
 ORDER = finals([("p1", "A", 10.0), ("p1", "B", 8.0), ("p2", "A", 5.0), ("p2", "B", 4.5)])
@@ -73,7 +80,7 @@ def test_order_claim_follows_the_metric_direction_and_says_not_run_without_runs(
 
 
 def test_value_claim_pools_grid_points_and_checks_the_tolerance():
-    rows = finals([("p (split=0)", "A", 9.0), ("p (split=1)", "A", 11.5), ("q", "A", 20.0)])
+    rows = finals([("p (split=0)", "A", 9.0, "p"), ("p (split=1)", "A", 11.5, "p"), ("q", "A", 20.0)])
     paper = [{"problem": "p", "algorithm": "A", "metric": "score", "value": 10.0, "claim": "v"},
              {"problem": "q", "algorithm": "A", "metric": "score", "value": 10.0, "claim": "v"}]
     claims = parse_claims([{"id": "v", "source": "T1", "kind": "value", "tolerance": 0.05}], paper)
@@ -94,9 +101,9 @@ def test_ranking_pairs_runs_by_problem_and_seed():
     # two splits × two seeds; A wins 3 of 4 pairs, B one; A − B per pair: +1, +2, −1, +4 → median of B − A = −1.5
     a = [(0, 0, 5.0), (0, 1, 6.0), (1, 0, 2.0), (1, 1, 9.0)]
     b = [(0, 0, 4.0), (0, 1, 4.0), (1, 0, 3.0), (1, 1, 5.0)]
-    runs = [{"problem": f"p (split={s})", "label": lb, "seed": seed, "values": [0.0, v]}
+    runs = [{"problem": f"p (split={s})", "base": "p", "label": lb, "seed": seed, "values": [0.0, v]}
             for lb, rows in (("A", a), ("B", b)) for s, seed, v in rows]
-    rank = ranking(results(runs), "score", ReportSettings.parse({"higher_is_better": ["score"]})).set_index("label")
+    rank = ranking(results(runs), "score", ReportSettings.parse({})).set_index("label")
     assert rank.loc["A", "wins"] == 3 and rank.loc["B", "wins"] == 1 and set(rank["pool"]) == {"p"}
     assert rank.loc["B", "median_diff"] == -1.5 and rank.loc["A", "leader"] == "A"
     split = ranking(results(runs), "score", ReportSettings.parse({"split_panels": True}))
@@ -105,7 +112,7 @@ def test_ranking_pairs_runs_by_problem_and_seed():
 
 def test_the_first_screen_ranking_line_keeps_the_leaders_and_counts_the_rest():
     runs = [{"label": lb, "values": [v] * 11} for lb, v in zip("ABCDEF", (6.0, 5.0, 4.0, 3.0, 2.0, 1.0))]
-    rank = ranking(results(runs), "score", ReportSettings.parse({"higher_is_better": ["score"]}))
+    rank = ranking(results(runs), "score", ReportSettings.parse({}))
     assert summary_line(rank, top=2) == "A 1/1 › B 0/1 (Δ -1) › … 4 more"
     assert summary_line(rank).count("›") == 5 and summary_line(rank, top=6) == summary_line(rank)
 

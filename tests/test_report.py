@@ -249,14 +249,10 @@ def test_header_carries_study_versions_machine_and_parallel_caveat(results, tmp_
     assert "parallel workers" in html and "2 at a time" in html
 
 
-def test_metric_direction_follows_the_convention_unless_the_study_says_otherwise():
-    settings = ReportSettings.parse({})
-    assert [settings.lower_is_better(m) for m in ("elbo", "heldout_loglik", "psnr", "test_mse", "neg_loglik",
-                                                   "log_loss", "posterior_kl", "test_error", "test_logloss_bits",
-                                                   "neg_elbo", "recon_loss", "mse")] == [
-        False, False, False, True, True, True, True, True, True, True, True, True]
-    custom = ReportSettings.parse({"lower_is_better": ["psnr"], "higher_is_better": ["test_error"]})
-    assert custom.lower_is_better("psnr") and not custom.lower_is_better("test_error")
+def test_a_study_cannot_override_a_declared_direction_and_targets_follow_the_declared_one():
+    with pytest.raises(ReportError, match=r"\[report\] lower_is_better: which way is better is declared by the model"):
+        ReportSettings.check({"lower_is_better": ["elbo"]}, {"elbo"})
+    assert ReportSettings.parse({"higher_is_better": ["x"]}).ignored == ("higher_is_better",)  # older results: a caveat
     target = ReportSettings.parse({"target": {"metric": "test_mse", "relative": 0.1}}).targets[0]
     assert target.threshold(2.0, lower=True) == pytest.approx(2.2)
     assert target.threshold(-100.0, lower=False) == pytest.approx(-110.0)
@@ -266,8 +262,6 @@ def test_metric_direction_follows_the_convention_unless_the_study_says_otherwise
     {"target": {"relative": 0.1}},
     {"target": {"metric": "elbo", "relative": 0.1, "absolute": 1.0}},
     {"target": {"metric": "elbo", "relative": -1}},
-    {"lower_is_better": "elbo"},
-    {"lower_is_better": ["x"], "higher_is_better": ["x"]},
 ])
 def test_a_bad_report_table_is_refused_naming_the_key(table):
     with pytest.raises(ReportError, match=r"\[report\]"):
@@ -300,16 +294,19 @@ def test_report_plot_setting_selects_the_figures_but_tables_keep_every_metric():
 
 
 def test_paper_numbers_pool_the_grid_problems_of_a_paper_problem():
-    """Random splits are grid problems "p (split=0)", ...; the paper's "p" is compared with all of them."""
+    """Random splits are grid points of one [[problem]]; the paper's problem is compared with all of them, by the
+    problem base each run records, whatever the names look like."""
+    from svibench.metrics import Metric, metric_table
     from svibench.report.tables import paper_comparison
     from svibench.runner import to_dataset
     from svibench.spec import Budget, ProblemSpec, RunSpec
 
+    loss = metric_table(Metric("loss", "lower", "task"))
     runs = []
-    for split, value in enumerate([0.40, 0.50, 0.60]):
-        spec = RunSpec("s", ProblemSpec(f"logreg/aus (split={split})", "logreg", "australian"), "cvi", "CVI", {}, 0,
-                       Budget(iterations=1))
-        runs.append(to_dataset(spec, [{"iteration": 1, "epoch": 1, "time": 1, "loss": value}], ("loss",), "ok", ""))
+    for name, base, value in [("aus, first split", "logreg/aus", 0.40), ("aus, second split", "logreg/aus", 0.50),
+                              ("aus, third split", "logreg/aus", 0.60), ("logreg/aus (scaled)", "logreg/aus (scaled)", 9.0)]:
+        spec = RunSpec("s", ProblemSpec(name, "logreg", "australian", base=base), "cvi", "CVI", {}, 0, Budget(iterations=1))
+        runs.append(to_dataset(spec, [{"iteration": 1, "epoch": 1, "time": 1, "loss": value}], loss, "ok", ""))
     import xarray as xr
     from svibench.results import RUN_COORDS
 
@@ -378,3 +375,11 @@ def test_the_first_screen_holds_the_ranking_the_verdicts_and_the_headline_figure
     assert "Suboptimality of elbo against algorithm time" in glance and glance.count("<img") == 1
     assert "made up for the test" not in glance  # the source stays in section Claims, with the note
     assert html.index("made up for the test") > html.index('id="claims"')
+
+
+def test_the_report_says_what_each_metric_means_as_the_model_declares_it(report):
+    table = next(t for t in report.tables if t.title == "What the metrics mean")
+    meaning = {row[0]: row[1:] for row in table.rows}
+    assert meaning["elbo"][:3] == ["↑ higher", "objective", "nats"]
+    assert meaning["heldout_loglik"][:3] == ["↑ higher", "task", "nats per test point"] and meaning["elbo"][4] == "yes"
+    assert "What the metrics mean" in report.markdown.read_text()

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import svibench
+from svibench.models.gmm import GaussianMixture
 from svibench.results import ResultsError, write_run
 from svibench.runner import to_dataset
 from svibench.spec import Budget, ProblemSpec, RunSpec
@@ -13,7 +14,7 @@ from svibench.spec import Budget, ProblemSpec, RunSpec
 def run(seed, n, status="ok", label="A"):
     spec = RunSpec("s", ProblemSpec("p", "gmm", "gmm-synthetic"), "svi", label, {"batch_size": seed + 1}, seed, Budget(iterations=9))
     rows = [{"iteration": i, "epoch": i / 2, "time": 0.1 * i, "elbo": -10.0 + i} for i in range(n)]
-    return to_dataset(spec, rows, ("elbo", "heldout_loglik"), status, "" if status == "ok" else "boom")
+    return to_dataset(spec, rows, GaussianMixture.metrics, status, "" if status == "ok" else "boom", answer="elbo")
 
 
 def test_a_study_opens_as_one_dataset_padded_with_nan(tmp_path):

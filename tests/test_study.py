@@ -122,8 +122,9 @@ REPORT_BAD = {
     "unknown target key": ('target = { metric = "elbo", relativ = 0.1 }', "[report] target #1: give `metric` and one of"),
     "metric no model reports": ('target = { metric = "psnr", value = 30.0 }',
                                 "[report] target #1 metric: no model of the study reports 'psnr'; use one of elbo,"),
-    "direction of an unknown metric": ('lower_is_better = ["elbo2"]',
-                                       "[report] lower_is_better: no model of the study reports 'elbo2'"),
+    "a direction (the model declares it)": ('lower_is_better = ["elbo"]',
+                                            "[report] lower_is_better: which way is better is declared by the model"),
+    "the other direction": ('higher_is_better = ["elbo"]', "[report] higher_is_better: which way is better is declared"),
     "plot of an unknown metric": ('plot = ["test_mse"]', "[report] plot: no model of the study reports 'test_mse'"),
     "not a table": (None, "[report]: expected a table, got 3 (int)"),
 }

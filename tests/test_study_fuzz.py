@@ -14,10 +14,10 @@ BASE = {
     "budget": {"iterations": 5, "checkpoints": 3, "spacing": "log"},
     "problem": [{"model": "gmm", "dataset": "gmm-synthetic", "model_params": {"components": 3},
                  "dataset_params": {"n": 100, "n_test": 20}}],
-    "algorithm": [{"name": "svi", "label": "S", "params": {"batch_size": 10, "kappa": [0.6, 0.9]}}, {"name": "vmp"}],
+    "algorithm": [{"name": "svi", "label": "S", "method": "SVI", "params": {"batch_size": 10, "kappa": [0.6, 0.9]}}, {"name": "vmp"}],
     "scales": {"paper": {"seeds": [0, 1, 2], "dataset_params": {"n": 200}}},
     "paper": [{"problem": "gmm/gmm-synthetic", "algorithm": "VMP", "metric": "elbo", "value": -1.0}],
-    "report": {"target": [{"metric": "elbo", "relative": 0.001}], "lower_is_better": [], "plot": ["elbo"]},
+    "report": {"target": [{"metric": "elbo", "relative": 0.001}], "split_panels": False, "plot": ["elbo"]},
 }
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), st.floats(allow_nan=True), st.text(max_size=8))

@@ -44,6 +44,7 @@ from svibench.capabilities.mean_field import Blocks
 from svibench.data import Dataset
 from svibench.datasets.bow import validate_counts
 from svibench.expfam import DirichletNatural, GammaNatural
+from svibench.metrics import Metric, metric_table
 from svibench.model import IncompatibleData, Model
 
 from ..gamma_family import MeanFieldGamma
@@ -76,7 +77,19 @@ class LDA(Model):
                            "dataset_params": {"n_docs": 60, "n_test": 20, "vocab": 40, "n_topics": 3},
                            "model_params": {"n_topics": 3, "eval_samples": 5}, "steps": 20}
     data_kinds = ("bag-of-words",)
-    metrics = ("elbo", "elbo_per_word", "perplexity", "heldout_loglik", "perplexity_vs_truth")
+    metrics = metric_table(
+        Metric("elbo", "higher", "objective", "nats",
+               description="ELBO with every document's locals fitted by mf (a Monte-Carlo one for BBVI's Gamma q); no chain"),
+        Metric("elbo_per_word", "higher", "objective", "nats per training token", description="elbo / training tokens"),
+        Metric("perplexity", "lower", "task", "", low=1.0,
+               description="held-out perplexity exp(−heldout_loglik) by document completion (Wallach et al. 2009)"),
+        Metric("heldout_loglik", "higher", "task", "nats per held-out token", high=0.0,
+               description="log-likelihood of the held-out halves given the observed halves, per held-out token"),
+        Metric("perplexity_vs_truth", "lower", "diagnostic", "", low=0.0,
+               description="perplexity / the true topics' perplexity under the same estimator (synthetic data; 1: as good)"),
+    )
+    #: Every posterior has it (a collapsed Gibbs chain has no ELBO); Hoffman et al.'s measure.
+    answer = "perplexity"
     posterior_types = (ConjugatePosterior, Chain, dict)
     local_kinds: ClassVar[tuple[str, ...]] = ("mf", "gibbs")
     init_methods: ClassVar[tuple[str, ...]] = ("random",)

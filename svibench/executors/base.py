@@ -57,7 +57,7 @@ def pinned_threads(threads: int = 1):
 
 def lost_run(spec: RunSpec, reason: str) -> xr.Dataset:
     """The record of a run whose worker was lost: ``failed`` with the reason, no checkpoints."""
-    return to_dataset(spec, [], (), "failed", reason)
+    return to_dataset(spec, [], {}, "failed", reason)
 
 
 def finished(ds: xr.Dataset, on_progress: OnProgress) -> xr.Dataset:

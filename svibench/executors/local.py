@@ -149,7 +149,7 @@ class _Pool:
         slot.conn.close()
         self.slots[i] = self._start()
         if overdue:
-            return to_dataset(spec, [], (), "timeout",
+            return to_dataset(spec, [], {}, "timeout",
                               f"killed after {spec.timeout + self.grace:g} s: a step did not return within the time limit")
         self.attempts[spec.run_id] = self.attempts.get(spec.run_id, 0) + 1
         if self.attempts[spec.run_id] <= self.retries:

@@ -3,7 +3,7 @@
 Reports read what a sweep saved (``open_results`` and ``manifest.json``); they
 never recompute a run.  One module per job:
 
-- ``settings``  the study's ``[report]`` table: targets and metric directions
+- ``settings``  the study's ``[report]`` table: targets, figures, pooling (what a metric means is the model's: ``svibench.metrics``)
 - ``fmt``       numbers as text (``mean ± sd`` with digits set by the spread)
 - ``tables``    final metrics, time to target, paper vs this run, failures
 - ``figures``   metric against algorithm time and epochs, mean ± sd over seeds

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import xarray as xr
 
-from ..results import open_results, run_files
+from ..metrics import Metric
+from ..results import answers, metric_info, open_results, run_files
 from ..summary import final_values
 from .claims import Claim, Verdict, evaluate_claims, parse_claims, parse_references
 from .figures import AXES, ReportFigure, best_known, curve_figure, final_figure, palette, profile_figure
@@ -18,7 +19,8 @@ from .header import make_header
 from .html import Section, render_html
 from .markdown import render_markdown
 from .settings import ReportSettings
-from .tables import Table, final_metrics, ok_runs, paper_comparison, recorded_metrics, runs_not_ok, skipped_pairs, time_to_target
+from .tables import (Table, final_metrics, metrics_meaning, ok_runs, paper_comparison, recorded_metrics, runs_not_ok,
+                     skipped_pairs, time_to_target)
 
 __all__ = ["write_report", "Report"]
 
@@ -59,12 +61,13 @@ def _study_tables(manifest: dict) -> tuple[list[Claim], dict[str, dict[str, floa
     return claims, references
 
 
-def _figures(ok: xr.Dataset, settings: ReportSettings, metrics: list[str], references: dict, colours: dict,
+def _figures(ok: xr.Dataset, settings: ReportSettings, info: dict[str, Metric], references: dict, colours: dict,
              dpi: int) -> list[ReportFigure]:
-    """Suboptimality curves of the objective metrics, curves of the task metrics, then every final-value strip."""
-    plotted = settings.plotted(metrics)
-    objectives = settings.objectives(plotted, list(references))
-    fstars = {m: best_known(ok, m, settings.lower_is_better(m), references.get(m, {})) for m in objectives}
+    """Suboptimality curves of the objective metrics, curves of the others, then every final-value strip
+    (``info``: what each recorded metric means, :func:`svibench.results.metric_info`)."""
+    plotted = settings.plotted(list(info))
+    objectives = settings.objectives(plotted, list(references), info)
+    fstars = {m: best_known(ok, m, info[m].lower, references.get(m, {})) for m in objectives}
     figures = []
     for metric in plotted:
         for axis in AXES:
@@ -76,8 +79,9 @@ def _figures(ok: xr.Dataset, settings: ReportSettings, metrics: list[str], refer
     return [f for f in figures if f is not None]
 
 
-def _ranked_metric(settings: ReportSettings, metrics: list[str]) -> str | None:
-    targets = settings.targets_for(metrics)
+def _ranked_metric(settings: ReportSettings, metrics: list[str], answered: list[str]) -> str | None:
+    """The first target's metric (by default the models' answer), else the first plotted one."""
+    targets = settings.targets_for(metrics, answered)
     if targets:
         return targets[0].metric
     plotted = settings.plotted(metrics)
@@ -117,22 +121,25 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     settings = ReportSettings.parse(manifest.get("report"))
     claims, references = _study_tables(manifest)
     metrics = recorded_metrics(ds)
+    declared = metric_info(ds)
+    info = {m: declared[m] for m in metrics}
     colours = palette(list(map(str, ds["label"].values)))
     ok = ok_runs(ds)
-    figures = _figures(ok, settings, metrics, references, colours, dpi) if ok.sizes["run"] else []
+    figures = _figures(ok, settings, info, references, colours, dpi) if ok.sizes["run"] else []
 
     finals = final_values(ds)
-    verdicts = evaluate_claims(claims, finals[finals["status"] == "ok"], manifest.get("paper", []), settings.lower_is_better)
-    ranked = _ranked_metric(settings, metrics)
+    verdicts = evaluate_claims(claims, finals[finals["status"] == "ok"], manifest.get("paper", []),
+                               lambda metric: declared[metric].lower)
+    ranked = _ranked_metric(settings, metrics, answers(ds))
     rankings = ranking_tables(ds, ranked, settings) if ranked else None
     # The first screen: the claims' verdicts (a few short rows), the ranking and the headline figure (the first
     # plotted metric, as suboptimality if it is an objective, against time), which the Figures section repeats.
     glance = [t for t in (claims_table(verdicts), rankings[0] if rankings else None) if t] + figures[:1]
-    targets = settings.targets_for(metrics)
-    profile = profile_table(ds, settings, targets[0]) if targets and targets[0].metric in ds else None
+    targets = settings.targets_for(metrics, answers(ds))
+    profile = profile_table(ds, targets[0]) if targets and targets[0].metric in ds else None
     across = [profile[0], profile_figure(profile[1], colours, targets[0].metric, dpi=dpi)] if profile else []
-    final = final_metrics(ds, settings)
-    reach = [t for t in (time_to_target(ds, settings, target) for target in targets) if t]
+    final = [final_metrics(ds), metrics_meaning(ds)]
+    reach = [t for t in (time_to_target(ds, target) for target in targets) if t]
     paper = paper_comparison(ds, manifest.get("paper", []), {v.claim.id: v.verdict for v in verdicts},
                              settings.converged_tolerance)
     not_ok = runs_not_ok(ds, manifest)
@@ -145,7 +152,7 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
         sections.append(("Across problems", across))
     if verdicts:
         sections.append(("Claims", [claim_notes(verdicts)]))
-    sections.append(("Final metrics", [*([rankings[1]] if rankings else []), final]))
+    sections.append(("Final metrics", [*([rankings[1]] if rankings else []), *final]))
     if reach:
         sections.append(("Time to target", list(reach)))
     if paper:
@@ -158,7 +165,7 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     html_path.write_text(render_html(header, sections), encoding="utf-8")
     md_path.write_text(render_markdown(header, sections, FIGURES_DIR), encoding="utf-8")
     (out / LEDGER).write_text(json.dumps(ledger(header, manifest, verdicts), indent=1) + "\n", encoding="utf-8")
-    tables = [*glance, *across[:1], *(rankings[1:] if rankings else []), final, *reach, *([paper] if paper else []), not_ok, *([skipped] if skipped else [])]
+    tables = [*glance, *across[:1], *(rankings[1:] if rankings else []), *final, *reach, *([paper] if paper else []), not_ok, *([skipped] if skipped else [])]
     return Report(out, html_path, md_path, written, tables, verdicts)
 
 

@@ -186,10 +186,11 @@ def parse_references(rows: Any) -> list[Reference]:
 
 def check_names(claims: list[Claim], references: list[Reference], problems: list[str], labels: list[str],
                 metrics: set[str]) -> None:
-    """Every problem, algorithm and metric a claim or reference names exists in the study (else ReportError)."""
+    """Every problem, algorithm and metric a claim or reference names exists in the study (else ReportError):
+    ``problems`` are the study's problems and problem bases, ``labels`` its labels and methods."""
     def known(names: tuple[str, ...], pool: list[str], what: str, where: str) -> None:
         for name in names:
-            if not any(matches(p, name) for p in pool):
+            if name not in pool:
                 raise ReportError(f"{where}: no {what} of the study is {name!r}; use one of {', '.join(sorted(set(pool)))}")
 
     for c in claims:
@@ -272,6 +273,6 @@ def _value(claim: Claim, finals: pd.DataFrame, paper: list[dict[str, Any]]) -> V
 def evaluate_claims(claims: list[Claim], finals: pd.DataFrame, paper: list[dict[str, Any]],
                     lower_is_better) -> list[Verdict]:
     """Each claim's verdict from ``finals`` (one row per ok run: problem, label, metrics)."""
-    problems = sorted({p.split(" (", 1)[0] for p in finals["problem"]}) if len(finals) else []
+    problems = sorted(set(finals["problem_base"])) if len(finals) else []
     return [_order(c, finals, problems, lower_is_better(c.metric)) if c.kind == "order" else _value(c, finals, paper)
             for c in claims]

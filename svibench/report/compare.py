@@ -1,12 +1,15 @@
 """Paired comparisons: which algorithm wins, by how much, how fast, and whether it had finished.
 
 - **Pairing.** Runs with the same problem and seed saw the same data and
-  start, so they are compared as pairs; a problem that differs from others
-  only in a grid parameter (e.g. ``logreg/a1a (split=3)``) is pooled under its
-  base name (``logreg/a1a``) unless ``[report] split_panels = true``.
+  start, so they are compared as pairs; the grid points of a ``[[problem]]``
+  (e.g. its random splits) are pooled under the problem base each run records
+  (``problem_base``, e.g. ``logreg/a1a``) unless ``[report] split_panels = true``.
 - **Ranking.** Per pooled problem: how many pairs each algorithm wins (best
   final value of the ranked metric among the algorithms run on that pair),
-  and its median paired difference to the leader.
+  and its median paired difference to the leader; which way is better is the
+  metric's declared direction, and runs whose model declares the metric no
+  fair ranking key on their data (:func:`svibench.results.rankable_runs`) are
+  left out (:func:`unranked` names their pools).
 - **Performance profile** (Dolan & Moré 2002, Math. Program. 91:201): over
   the instances (problem, seed), the fraction on which an algorithm reaches
   the target within τ × the fastest algorithm's time on that instance.
@@ -19,10 +22,12 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..results import metric_info, rankable_runs
 from .fmt import DASH, number
 from .settings import ReportSettings
 
-__all__ = ["TIE", "summary_line", "pool_name", "pairs", "ranking", "profile_ratios", "performance_profile", "ranking_rows", "unconverged", "TAUS", "LAST_FRACTION"]
+__all__ = ["TIE", "summary_line", "pools", "pairs", "ranking", "unranked", "profile_ratios", "performance_profile",
+           "ranking_rows", "unconverged", "TAUS", "LAST_FRACTION"]
 
 TAUS = (1.0, 2.0, 4.0, 10.0)
 LAST_FRACTION = 0.1
@@ -31,9 +36,10 @@ LAST_FRACTION = 0.1
 TIE = 1e-6
 
 
-def pool_name(problem: str, split_panels: bool = False) -> str:
-    """The panel/pool a problem belongs to: its base name without the grid suffix, unless split."""
-    return problem if split_panels else problem.split(" (", 1)[0]
+def pools(ds: xr.Dataset, split_panels: bool = False) -> np.ndarray:
+    """Per run, the panel/pool it belongs to: its problem base (the ``[[problem]]`` before grid expansion),
+    or its problem itself when split."""
+    return ds["problem" if split_panels else "problem_base"].values.astype(str)
 
 
 def unconverged(ds: xr.Dataset, metric: str, tolerance: float) -> np.ndarray:
@@ -63,12 +69,13 @@ def pairs(ds: xr.Dataset, metric: str, split_panels: bool = False) -> pd.DataFra
     Rows with the same (problem, seed) form a pair group (the same data and start).
     """
     ok = np.flatnonzero(ds["status"].values == "ok")
+    pool = pools(ds, split_panels)
     rows = []
     for r in ok:
         values = ds[metric].values[r] if metric in ds else np.array([np.nan])
         finite = np.flatnonzero(np.isfinite(values))
         problem = str(ds["problem"].values[r])
-        rows.append({"run": int(r), "pool": pool_name(problem, split_panels), "problem": problem, "seed": int(ds["seed"].values[r]),
+        rows.append({"run": int(r), "pool": str(pool[r]), "problem": problem, "seed": int(ds["seed"].values[r]),
                      "label": str(ds["label"].values[r]), "value": float(values[finite[-1]]) if finite.size else np.nan})
     return pd.DataFrame(rows, columns=["run", "pool", "problem", "seed", "label", "value"])
 
@@ -78,11 +85,13 @@ def ranking(ds: xr.Dataset, metric: str, settings: ReportSettings) -> pd.DataFra
     difference to the pool's leader (the algorithm with most wins; ties: better median).
 
     Columns: pool, label, wins, median, median_diff, unconverged (runs), runs, leader; sorted by
-    pool, then wins (desc), then median (best first).
+    pool, then wins (desc), then median (best first).  Runs on which ``metric`` is no fair ranking key are
+    left out (:func:`unranked`).
     """
-    lower = settings.lower_is_better(metric)
+    lower = metric_info(ds)[metric].lower
     df = pairs(ds, metric, settings.split_panels).dropna(subset=["value"])
-    df["unconverged"] = unconverged(ds, metric, settings.converged_tolerance)[df["run"].to_numpy(dtype=int)]
+    df = df[rankable_runs(ds, metric)[df["run"].to_numpy(dtype=int)]]
+    df = df.assign(unconverged=unconverged(ds, metric, settings.converged_tolerance)[df["run"].to_numpy(dtype=int)])
     out = []
     for pool, group in df.groupby("pool", sort=True):
         signed = group.assign(score=-group["value"] if lower else group["value"])
@@ -101,6 +110,18 @@ def ranking(ds: xr.Dataset, metric: str, settings: ReportSettings) -> pd.DataFra
                         "median": float(rec["median"]), "median_diff": float(diff.median()) if len(diff) else np.nan,
                         "unconverged": int(rec["unconverged"]), "runs": int(rec["runs"]), "leader": leader})
     return pd.DataFrame(out)
+
+
+def unranked(ds: xr.Dataset, metric: str, split_panels: bool = False) -> dict[str, list[str]]:
+    """Pool → its problems with an ok run whose model declares ``metric`` no fair ranking key on its data (e.g.
+    ``psnr_fit`` on a denoising problem: a fit to the noisy pixels): the runs :func:`ranking` leaves out."""
+    ok = ds["status"].values == "ok"
+    reported = np.isfinite(ds[metric].values).any(axis=1) if metric in ds else np.zeros_like(ok)
+    left_out = ok & reported & ~rankable_runs(ds, metric)
+    out: dict[str, list[str]] = {}
+    for pool, problem in sorted(set(zip(pools(ds, split_panels)[left_out], ds["problem"].values[left_out].astype(str)))):
+        out.setdefault(str(pool), []).append(str(problem))
+    return out
 
 
 def profile_ratios(reach: pd.DataFrame) -> pd.DataFrame:

@@ -1,8 +1,8 @@
 """Seaborn figures: metrics against algorithm time and epochs, final values, and the performance profile.
 
-One figure per (metric, axis), one panel per problem (problems that differ
-only in a grid parameter, e.g. random splits, share a panel).  Objective
-metrics (ELBO-type) are drawn as suboptimality |f − f*| / |f*| on a log axis,
+One figure per (metric, axis), one panel per problem (the grid points of a
+``[[problem]]``, e.g. random splits, share its base's panel).  Metrics their
+model declares objectives are drawn as suboptimality |f − f*| / |f*| on a log axis,
 so the final differences stay visible whatever the starting value.  Each ok run is
 interpolated (linearly, in log-x where the axis is logarithmic) onto a common
 grid of the problem's x range, never extended past its own first or last
@@ -22,7 +22,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from .compare import pairs, performance_profile, pool_name
+from .compare import pairs, performance_profile, pools
 
 __all__ = ["ReportFigure", "palette", "resample", "best_known", "suboptimality", "curve_figure", "final_figure",
            "profile_figure", "GRID_POINTS", "LOG_DECADES", "FLOOR"]
@@ -142,13 +142,13 @@ def _compact_png(fig: Figure, dpi: int) -> io.BytesIO:
 
 
 def best_known(ds: xr.Dataset, metric: str, lower: bool, references: dict[str, float]) -> dict[tuple[str, int], tuple[float, str]]:
-    """f* per instance (problem, seed): the ``[[reference]]`` value of the problem (a problem's base name also
-    covers its grid points), else the best value any ok run of the instance reached at any checkpoint (a seed
+    """f* per instance (problem, seed): the ``[[reference]]`` value of the problem (one given for a problem base
+    also covers its grid points), else the best value any ok run of the instance reached at any checkpoint (a seed
     may change the data, so one seed's best is no target for another's); with where it came from."""
     out = {}
     problems, seeds = ds["problem"].values.astype(str), ds["seed"].values
-    for problem, seed in sorted(set(zip(problems, seeds.tolist()))):
-        ref = references.get(problem, references.get(pool_name(problem)))
+    for problem, base, seed in sorted(set(zip(problems, pools(ds), seeds.tolist()))):
+        ref = references.get(problem, references.get(base))
         if ref is not None:
             out[(problem, seed)] = (float(ref), "reference")
             continue
@@ -174,7 +174,7 @@ def suboptimality(ds: xr.Dataset, metric: str, fstar: dict[tuple[str, int], tupl
 
 
 def _pools(ds: xr.Dataset, split_panels: bool) -> list[tuple[str, xr.Dataset]]:
-    names = np.array([pool_name(str(p), split_panels) for p in ds["problem"].values])
+    names = pools(ds, split_panels)
     return [(pool, ds.isel(run=np.flatnonzero(names == pool))) for pool in sorted(set(names))]
 
 

@@ -12,7 +12,8 @@ import pandas as pd
 import xarray as xr
 
 from .claims import Verdict
-from .compare import TAUS, TIE, performance_profile, profile_ratios, ranking, ranking_rows, summary_line
+from ..results import metric_info
+from .compare import TAUS, TIE, performance_profile, profile_ratios, ranking, ranking_rows, summary_line, unranked
 from .header import Header
 from .settings import ReportSettings, Target
 from .tables import Prose, Table, reach_records
@@ -32,20 +33,35 @@ PAIRING = ("Best first. Runs with the same problem and seed are a pair (same dat
 
 def ranking_tables(ds: xr.Dataset, metric: str, settings: ReportSettings) -> tuple[Table, Table] | None:
     """The ranking on the final ``metric`` (see :func:`.compare.ranking`): one line per pooled problem for the first
-    screen, and one row per (problem, algorithm) in detail."""
+    screen (and one saying so per pool where ``metric`` is no fair ranking key), and one row per (problem, algorithm)
+    in detail."""
     rank = ranking(ds, metric, settings)
-    if rank.empty:
+    skipped = unranked(ds, metric, settings.split_panels)
+    if rank.empty and not skipped:
         return None
-    lower = settings.lower_is_better(metric)
+    lower = metric_info(ds)[metric].lower
     note = PAIRING.format(tie=TIE, tol=settings.converged_tolerance)
+    if skipped:
+        note += (f" Not ranked: {', '.join(p for problems in skipped.values() for p in problems)}, where the model "
+                 f"declares {metric} no fair ranking key (e.g. a fit to noisy observations).")
     title = f"on final {metric} ({'lower' if lower else 'higher'} is better)"
-    short = [[pool, summary_line(group, GLANCE_TOP)] for pool, group in rank.groupby("pool", sort=True)]
+    lines = {pool: summary_line(group, GLANCE_TOP) for pool, group in rank.groupby("pool")} if len(rank) else {}
+    short = [[pool, _ranking_line(lines.get(pool, ""), skipped.get(pool, []), pool, metric)]
+             for pool in sorted(set(lines) | set(skipped))]
     detail = ranking_rows(rank, metric, lower)
     bold = {(i, 1) for i, rec in enumerate(rank.itertuples()) if rec.label == rec.leader}
     return (Table(f"Ranking {title}", ["problem", "ranking"], short,
                   note, data=rank),
             Table(f"Ranking in detail {title}", ["problem", "algorithm", "wins", f"median {metric}",
                                                   "median paired Δ vs leader", "unconverged"], detail, note, bold, rank))
+
+
+def _ranking_line(line: str, skipped: list[str], pool: str, metric: str) -> str:
+    """A pool's ranking line, saying which of its problems are not ranked because ``metric`` is no fair key there."""
+    if not skipped:
+        return line
+    where = "" if skipped == [pool] else f" on {', '.join(skipped)}"
+    return (f"{line}; " if line else "") + f"not ranked{where}: {metric} is no fair ranking key there"
 
 
 def claims_table(verdicts: list[Verdict]) -> Table | None:
@@ -75,9 +91,9 @@ def claim_notes(verdicts: list[Verdict]) -> Prose:
     return Prose("Claims", items)
 
 
-def profile_table(ds: xr.Dataset, settings: ReportSettings, target: Target) -> tuple[Table, pd.DataFrame] | None:
+def profile_table(ds: xr.Dataset, target: Target) -> tuple[Table, pd.DataFrame] | None:
     """The performance profile at τ = 1, 2, 4, 10 and ∞ as a table, and the ratios behind it (for the figure)."""
-    reach = reach_records(ds, settings, target)
+    reach = reach_records(ds, target)
     if reach.empty or reach["label"].nunique() < 2:
         return None
     ratios = profile_ratios(reach)

@@ -1,4 +1,4 @@
-"""The study's ``[report]`` table: time-to-target definitions and metric directions.
+"""The study's ``[report]`` table: time-to-target definitions, figures and pooling.
 
 Example (in a study file)::
 
@@ -6,46 +6,41 @@ Example (in a study file)::
     target = { metric = "elbo", relative = 0.001 }     # within 0.1% of the best final value
     # or target = [{ metric = "elbo", relative = 0.001 }, { metric = "test_mse", absolute = 0.01 }]
     # or target = { metric = "psnr", value = 30.0 }     # a fixed threshold
-    lower_is_better = ["posterior_kl"]                  # overrides the naming convention
-    higher_is_better = ["my_score"]
-    suboptimality = ["neg_elbo"]    # objective metrics drawn as |f - f*| / |f*| (default: ELBO-type ones)
+    plot = ["elbo", "heldout_loglik"]                   # the metrics to draw (default: all)
+    suboptimality = ["neg_elbo"]    # metrics drawn as |f - f*| / |f*| (default: the objective ones)
     split_panels = false            # true: one panel per grid point (e.g. random split) instead of pooling
     converged_tolerance = 1e-3      # relative change over the last 10% of checkpoints that marks a run unconverged
 
-Direction of a metric, when the table does not name it: lower is better for
-names that start with ``neg_`` or ``nll``, contain ``loss``, ``error`` or ``perplexity``
-(``test_logloss_bits``, ``recon_loss``, ``test_error``), or end in ``mse``,
-``rmse``, ``mae``, ``kl`` or ``nlpd``; every other metric (ELBO, held-out
-log-likelihood, accuracy, PSNR, …) is higher-is-better.
+What a metric means — which way is better, whether it is an objective, a task
+metric or a diagnostic, whether it is a fair ranking key — is declared by the
+model that reports it (:mod:`svibench.metrics`) and saved with every run; the
+report reads it from the results (:func:`svibench.results.metric_info`).  A
+study cannot override it: ``lower_is_better`` / ``higher_is_better`` are
+refused at load.  Without a ``target``, the models' declared ``answer`` is the
+target.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
+from ..metrics import Metric
 from ..results import ResultsError
 
-__all__ = ["ReportSettings", "Target", "ReportError", "lower_is_better_by_name"]
+__all__ = ["ReportSettings", "Target", "ReportError"]
 
-KNOWN_KEYS = ("target", "lower_is_better", "higher_is_better", "plot", "suboptimality", "split_panels",
-              "converged_tolerance")
+KNOWN_KEYS = ("target", "plot", "suboptimality", "split_panels", "converged_tolerance")
+#: Keys of earlier versions that this one refuses, and why.
+REFUSED_KEYS = {key: "which way is better is declared by the model that reports a metric (svibench.metrics.Metric), "
+                     "not by the study; remove this key" for key in ("lower_is_better", "higher_is_better")}
 #: Default ``converged_tolerance``: a run whose metric moved more than this (relative) over its last 10% of
 #: checkpoints is marked unconverged.
 CONVERGED_TOLERANCE = 1e-3
-LOWER_PREFIXES = ("neg_", "nll")
-LOWER_PARTS = ("loss", "error", "perplexity")
-LOWER_SUFFIXES = ("mse", "rmse", "mae", "kl", "nlpd")
 TOLERANCES = ("relative", "absolute", "value")
 
 
 class ReportError(ResultsError):
     """A ``[report]`` table that cannot be used; the message names the key."""
-
-
-def lower_is_better_by_name(metric: str) -> bool:
-    """The naming convention for metrics the ``[report]`` table does not name."""
-    name = metric.lower()
-    return name.startswith(LOWER_PREFIXES) or name.endswith(LOWER_SUFFIXES) or any(p in name for p in LOWER_PARTS)
 
 
 @dataclass(frozen=True)
@@ -76,8 +71,6 @@ class ReportSettings:
     """Parsed ``[report]`` table; ``ignored`` lists keys this version does not know."""
 
     targets: tuple[Target, ...] = ()
-    lower: frozenset[str] = frozenset()
-    higher: frozenset[str] = frozenset()
     ignored: tuple[str, ...] = field(default=())
     plot: tuple[str, ...] = ()
     suboptimality: tuple[str, ...] | None = None
@@ -92,15 +85,6 @@ class ReportSettings:
         if not isinstance(raw, list):
             raise ReportError(f"[report] target: expected a table or an array of tables, got {raw!r}")
         targets = [_target(t, i) for i, t in enumerate(raw)]
-        lists = {}
-        for key in ("lower_is_better", "higher_is_better"):
-            value = table.get(key, [])
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ReportError(f"[report] {key}: expected a list of metric names, got {value!r}")
-            lists[key] = frozenset(value)
-        both = lists["lower_is_better"] & lists["higher_is_better"]
-        if both:
-            raise ReportError(f"[report]: {sorted(both)} listed as both lower_is_better and higher_is_better")
         plot = table.get("plot", [])
         if not isinstance(plot, list) or not all(isinstance(v, str) for v in plot):
             raise ReportError(f"[report] plot: expected a list of metric names to draw, got {plot!r}")
@@ -114,8 +98,7 @@ class ReportSettings:
         if isinstance(tol, bool) or not isinstance(tol, (int, float)) or tol <= 0:
             raise ReportError(f"[report] converged_tolerance: expected a positive number, got {tol!r}")
         ignored = tuple(sorted(set(table) - set(KNOWN_KEYS)))
-        return cls(tuple(targets), lists["lower_is_better"], lists["higher_is_better"], ignored, tuple(plot),
-                   None if subopt is None else tuple(subopt), split, float(tol))
+        return cls(tuple(targets), ignored, tuple(plot), None if subopt is None else tuple(subopt), split, float(tol))
 
     @classmethod
     def check(cls, table: dict[str, Any], metrics: set[str]) -> "ReportSettings":
@@ -128,11 +111,13 @@ class ReportSettings:
         later, after the sweep.
         """
         settings = cls.parse(table)
+        for key in settings.ignored:
+            if key in REFUSED_KEYS:
+                raise ReportError(f"[report] {key}: {REFUSED_KEYS[key]}")
         if settings.ignored:
             raise ReportError(f"[report]: unknown key {settings.ignored[0]!r}; valid keys: {', '.join(KNOWN_KEYS)}")
         named = [(f"target #{i + 1} metric", t.metric) for i, t in enumerate(settings.targets)] + [
-            (key, metric) for key in ("lower_is_better", "higher_is_better", "plot", "suboptimality")
-            for metric in table.get(key, [])]
+            (key, metric) for key in ("plot", "suboptimality") for metric in table.get(key, [])]
         for where, metric in named:
             if metric not in metrics:
                 raise ReportError(f"[report] {where}: no model of the study reports {metric!r}; "
@@ -143,27 +128,20 @@ class ReportSettings:
         """The metrics to draw figures of, in order: ``[report] plot`` if given (tables keep every metric)."""
         return [m for m in self.plot if m in metrics] if self.plot else metrics
 
-    def objectives(self, metrics: list[str], references: list[str]) -> list[str]:
-        """Metrics drawn as suboptimality: ``[report] suboptimality``, or every ELBO-type metric and every
-        metric a ``[[reference]]`` gives a best known value of."""
+    def objectives(self, metrics: list[str], references: list[str], info: Mapping[str, Metric]) -> list[str]:
+        """Metrics drawn as suboptimality: ``[report] suboptimality``, or every metric its model declares an
+        objective (``info``: :func:`svibench.results.metric_info`) and every metric a ``[[reference]]`` gives
+        a best known value of."""
         if self.suboptimality is not None:
             return [m for m in metrics if m in self.suboptimality]
-        return [m for m in metrics if "elbo" in m or m in references]
+        return [m for m in metrics if info[m].kind == "objective" or m in references]
 
-    def lower_is_better(self, metric: str) -> bool:
-        """Whether smaller values of ``metric`` are better (explicit lists first, then names)."""
-        if metric in self.lower or metric in self.higher:
-            return metric in self.lower
-        return lower_is_better_by_name(metric)
-
-    def targets_for(self, metrics: list[str]) -> tuple[Target, ...]:
-        """The study's targets; by default the first of ``elbo``/``heldout_loglik`` within 0.1%."""
+    def targets_for(self, metrics: list[str], answers: list[str]) -> tuple[Target, ...]:
+        """The study's targets; by default each of the models' declared ``answers`` that the results record,
+        within 0.1% (:func:`svibench.results.answers`)."""
         if self.targets:
             return self.targets
-        for name in ("elbo", "heldout_loglik"):
-            if name in metrics:
-                return (Target(name),)
-        return ()
+        return tuple(Target(name) for name in answers if name in metrics)
 
 
 def _target(table: Any, i: int) -> Target:

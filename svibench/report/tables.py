@@ -12,14 +12,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..results import metric_info, named, rankable_runs
 from ..summary import final_table, final_values, metric_names
 from .fmt import DASH, mean_sd, number
-from .claims import matches
 from .compare import unconverged
-from .settings import ReportSettings, Target
+from .settings import Target
 
-__all__ = ["Table", "Prose", "final_metrics", "time_to_target", "paper_comparison", "runs_not_ok", "skipped_pairs",
-           "recorded_metrics", "ok_runs"]
+__all__ = ["Table", "Prose", "final_metrics", "metrics_meaning", "time_to_target", "paper_comparison", "runs_not_ok",
+           "skipped_pairs", "recorded_metrics", "ok_runs"]
 
 
 @dataclass
@@ -72,8 +72,9 @@ def _bold_best(rows_by_problem: dict[str, list[int]], means: list[float], column
     return cells
 
 
-def final_metrics(ds: xr.Dataset, settings: ReportSettings) -> Table:
-    """Final value of every metric per (problem, algorithm): mean ± sd over the seeds whose run is ok."""
+def final_metrics(ds: xr.Dataset) -> Table:
+    """Final value of every metric per (problem, algorithm): mean ± sd over the seeds whose run is ok; the best
+    mean per problem in bold, in the direction the model declares (:func:`svibench.results.metric_info`)."""
     index = _groups(ds)
     ok = ok_runs(ds)
     metrics = recorded_metrics(ds)
@@ -92,10 +93,11 @@ def final_metrics(ds: xr.Dataset, settings: ReportSettings) -> Table:
         rec = data.loc[(problem, label)]
         rows.append([problem, label, *(mean_sd(rec[f"{v}_mean"], rec[f"{v}_std"]) for v in variables),
                      f"{int(rec['runs_ok'])}/{int(rec['runs'])}"])
+    info = metric_info(ds)
     bold = set()
     for j, metric in enumerate(metrics):
-        bold |= _bold_best(by_problem, list(data[f"{metric}_mean"]), 3 + j, settings.lower_is_better(metric))
-    arrows = ["↓" if settings.lower_is_better(m) else "↑" for m in metrics]
+        bold |= _bold_best(by_problem, list(data[f"{metric}_mean"]), 3 + j, info[metric].lower)
+    arrows = ["↓" if info[m].lower else "↑" for m in metrics]
     return Table(
         "Final metrics",
         ["problem", "algorithm", "time (s)", *(f"{m} {a}" for m, a in zip(metrics, arrows)), "runs ok"],
@@ -107,6 +109,26 @@ def final_metrics(ds: xr.Dataset, settings: ReportSettings) -> Table:
     )
 
 
+def metrics_meaning(ds: xr.Dataset) -> Table:
+    """What each recorded metric means, as its model declares it (:func:`svibench.results.metric_info`): which way is
+    better, kind, unit, valid range, whether it is a fair ranking key, and its description."""
+    info = metric_info(ds)
+    rows, records = [], []
+    for name in recorded_metrics(ds):
+        m = info[name]
+        fair = rankable_runs(ds, name)[np.isfinite(ds[name].values).any(axis=1)]
+        rankable = "yes" if fair.all() else "no" if not fair.any() else "on some problems"
+        rows.append([name, "↓ lower" if m.lower else "↑ higher", m.kind, m.unit or DASH,
+                     f"[{m.low:g}, {m.high:g}]" if np.isfinite([m.low, m.high]).any() else DASH, rankable, m.description])
+        records.append({**m.to_dict(), "rankable": rankable})
+    return Table("What the metrics mean", ["metric", "better", "kind", "unit", "valid range", "fair ranking key",
+                                           "description"], rows,
+                 "As each model declares them (svibench.metrics), saved with every run. Objective: what the algorithms "
+                 "optimise (drawn as suboptimality); task: what a user of the posterior cares about; diagnostic: a check "
+                 "on the run. A metric that is no fair ranking key (e.g. a fit to noisy observations) is not ranked.",
+                 data=pd.DataFrame(records))
+
+
 def _first_reach(values: np.ndarray, threshold: float, lower: bool) -> int | None:
     with np.errstate(invalid="ignore"):
         hit = values <= threshold if lower else values >= threshold
@@ -114,14 +136,14 @@ def _first_reach(values: np.ndarray, threshold: float, lower: bool) -> int | Non
     return int(idx[0]) if idx.size else None
 
 
-def reach_records(ds: xr.Dataset, settings: ReportSettings, target: Target) -> pd.DataFrame:
+def reach_records(ds: xr.Dataset, target: Target) -> pd.DataFrame:
     """One row per run: problem, label, seed, threshold, reached, and the time and epoch it first reached ``target``.
 
     The reference is the best final value over the problem's ok runs; a run
     reaches the target at the first checkpoint whose value is at least the
-    threshold (at most, for lower-is-better metrics).
+    threshold (at most, for metrics declared lower-is-better).
     """
-    lower = settings.lower_is_better(target.metric)
+    lower = metric_info(ds)[target.metric].lower
     finals = final_values(ds)
     ok_finals = finals[finals["status"] == "ok"]
     records = []
@@ -143,7 +165,7 @@ def reach_records(ds: xr.Dataset, settings: ReportSettings, target: Target) -> p
     return pd.DataFrame(records, columns=["problem", "label", "seed", "threshold", "reached", "time", "epoch"])
 
 
-def time_to_target(ds: xr.Dataset, settings: ReportSettings, target: Target) -> Table | None:
+def time_to_target(ds: xr.Dataset, target: Target) -> Table | None:
     """Algorithm time and epochs at the first checkpoint that reaches ``target``, per (problem, algorithm).
 
     Mean ± sd over the seeds that reached it (:func:`reach_records`); every seed of the group counts in the
@@ -151,8 +173,8 @@ def time_to_target(ds: xr.Dataset, settings: ReportSettings, target: Target) -> 
     """
     if target.metric not in ds:
         return None
-    lower = settings.lower_is_better(target.metric)
-    per_run = reach_records(ds, settings, target)
+    lower = metric_info(ds)[target.metric].lower
+    per_run = reach_records(ds, target)
     if per_run.empty:
         return None
     grouped = per_run.groupby(["problem", "label"], sort=True)
@@ -188,8 +210,8 @@ def paper_comparison(ds: xr.Dataset, paper: list[dict[str, Any]], verdicts: dict
     if not paper:
         return None
     verdicts = verdicts or {}
-    ok = final_values(ds)
-    ok = ok[ok["status"] == "ok"]
+    finals = final_values(ds)
+    ok = finals[finals["status"] == "ok"]
     rows, records, flagged = [], [], 0
     flags = {m: unconverged(ds, m, tolerance) for m in {row["metric"] for row in paper}}
     for row in paper:
@@ -197,9 +219,10 @@ def paper_comparison(ds: xr.Dataset, paper: list[dict[str, Any]], verdicts: dict
         published = float(row["value"])
         paper_text = mean_sd(published, float(row.get("sd", np.nan)))
         claim = f"{row['claim']}: {verdicts.get(row['claim'], DASH)}" if row.get("claim") else ""
-        # "logreg/australian" also matches the grid problems "logreg/australian (split=0)", ... (pooled)
-        at = ok["problem"].map(lambda p: matches(p, problem))
-        labels = sorted(lb for lb in ok.loc[at, "label"].unique() if matches(lb, wanted))
+        # a problem base ("logreg/australian") pools its grid points, a method ("MF-SVI") its variants
+        at = pd.Series(named(finals["problem"], finals["problem_base"], problem), finals.index)[ok.index]
+        runs = pd.Series(named(finals["label"], finals["method"], wanted), finals.index)[ok.index]
+        labels = sorted(ok.loc[at & runs, "label"].unique())
         if not labels or metric not in ok:
             why = "metric not recorded" if labels else "not in these results"
             rows.append([problem, wanted, metric, paper_text, why, DASH, DASH, claim, str(row.get("note", ""))])

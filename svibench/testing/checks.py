@@ -11,6 +11,7 @@ from unittest import mock
 import numpy as np
 
 from ..algorithm import Algorithm
+from ..metrics import HOW_TO_DECLARE, Metric, MetricError, check_declaration
 from ..spec import Budget, RunSpec
 from .subjects import CheckFailed, CheckSkipped, SmallProblem, Subject
 from .trials import data_arrays, differences, global_random_state, leaves, new_rng, trial
@@ -174,28 +175,55 @@ def check_does_not_mutate_data(subject: Subject) -> None:
 
 
 def check_finite_metrics(subject: Subject) -> None:
-    """On every claimed small problem the metrics after init and after a few steps are finite,
-    and are among the model's declared ``metrics``."""
+    """On every claimed small problem the metrics after init and after a few steps are finite, declared by the
+    model with their meaning (:mod:`svibench.metrics`), and inside their declared valid range."""
     for problem in subject.claimed():
         run = trial(subject, problem, seed=0, steps=FEW_STEPS)
+        info = _declared(run.model)
         for when, values in (("after init", run.first), (f"after {FEW_STEPS} steps", run.metrics())):
             bad = {k: v for k, v in values.items() if not np.isfinite(v)}
             if bad:
                 raise CheckFailed(f"on {problem.model}, non-finite metrics {when}: {_fmt(bad)}")
+            undeclared = sorted(set(values) - set(info))
+            if undeclared:
+                raise CheckFailed(f"on {problem.model}, evaluate returns {', '.join(undeclared)}, which the model's "
+                                  f"`metrics` does not declare; {HOW_TO_DECLARE}")
+            outside = [f"{k}={v:.6g} (valid: [{info[k].low:g}, {info[k].high:g}])" for k, v in values.items()
+                       if not info[k].valid(v)]
+            if outside:
+                raise CheckFailed(f"on {problem.model}, metrics outside their declared range {when}: {', '.join(outside)}")
+
+
+def _declared(model: Any) -> dict[str, Metric]:
+    """The model's metric table on its data (``metric_info``), after checking its class's declaration and that the
+    instance keeps the same names, each a :class:`~svibench.metrics.Metric`."""
+    try:
+        table = check_declaration(type(model))
+    except MetricError as exc:
+        raise CheckFailed(str(exc)) from None
+    info = model.metric_info()
+    if list(info) != list(table) or not all(isinstance(m, Metric) and m.name == k for k, m in info.items()):
+        raise CheckFailed(f"model {model.name!r}: metric_info() must give a Metric for each of the names its class "
+                          f"declares ({', '.join(table)}), got {info!r}")
+    return info
 
 
 def check_improves_over_init(subject: Subject) -> None:
-    """Within the small problem's step budget the ELBO (or, without one, the held-out
-    log-likelihood) rises above its value at initialisation."""
+    """Within the small problem's step budget the model's objective (its first objective metric the posterior
+    has, or else its declared answer) gets better than at initialisation, in its declared direction."""
     for problem in subject.claimed():
         run = trial(subject, problem, seed=0, steps=problem.steps)
         last = run.metrics()
-        metric = next((m for m in ("elbo", "heldout_loglik") if m in run.first and m in last), None)
+        info = run.model.metric_info()
+        both = [m for m in info if m in run.first and m in last]
+        objectives = [m for m in both if info[m].kind == "objective"]
+        answer = type(run.model).answer
+        metric = objectives[0] if objectives else answer if answer in both else None
         if metric is None:
-            raise CheckSkipped(f"{problem.model} reports neither elbo nor heldout_loglik")
-        if not last[metric] > run.first[metric]:
+            raise CheckSkipped(f"{problem.model} reports neither an objective metric nor its answer {answer!r}")
+        if not info[metric].signed(last[metric]) > info[metric].signed(run.first[metric]):
             raise CheckFailed(f"on {problem.model}, {metric} after {problem.steps} steps is {last[metric]:.6g}, "
-                              f"not above its value at init {run.first[metric]:.6g}")
+                              f"not better ({info[metric].direction} is better) than at init {run.first[metric]:.6g}")
 
 
 def check_picklable(subject: Subject) -> None:

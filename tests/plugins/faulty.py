@@ -9,6 +9,7 @@ import numpy as np
 from svibench.algorithm import Algorithm
 from svibench.capabilities import ConditionallyConjugate, ConjugatePosterior
 from svibench.data import Dataset, dataset
+from svibench.metrics import Metric, metric_table
 from svibench.model import Model
 
 
@@ -47,7 +48,8 @@ class SlowEvaluation(Model):
 
     name = "test-slow-eval"
     data_kinds = ("test",)
-    metrics = ("elbo",)
+    metrics = metric_table(Metric("elbo", "higher", "objective", "nats", description="the posterior, a number, as is"))
+    answer = "elbo"
 
     def __init__(self, data, *, sleep: float = 0.05) -> None:
         super().__init__(data)
