@@ -13,6 +13,7 @@ import xarray as xr
 
 from .claims import Verdict
 from .compare import TAUS, TIE, performance_profile, profile_ratios, ranking, ranking_rows, summary_line
+from .frozen import AMENDED, UNKNOWN, describe_change
 from .header import Header
 from .settings import ReportSettings, Target
 from .tables import Prose, Table, reach_records
@@ -20,6 +21,9 @@ from .tables import Prose, Table, reach_records
 __all__ = ["ranking_tables", "claims_table", "claim_notes", "profile_table", "ledger", "LEDGER"]
 
 LEDGER = "claims.json"
+#: Claims edited after their runs, ``{id: (table at run time or None, table now)}`` (:func:`.frozen.amendments`);
+#: None when the results predate frozen claims.
+Amendments = dict[str, tuple[dict[str, Any] | None, dict[str, Any]]] | None
 
 
 #: Algorithms per problem in the first screen's ranking line (the detailed ranking has them all).
@@ -48,30 +52,36 @@ def ranking_tables(ds: xr.Dataset, metric: str, settings: ReportSettings) -> tup
                                                   "median paired Δ vs leader", "unconverged"], detail, note, bold, rank))
 
 
-def claims_table(verdicts: list[Verdict]) -> Table | None:
+def claims_table(verdicts: list[Verdict], amended: Amendments) -> Table | None:
     """One line per claim: its verdict and the measured evidence in short (its source is in section Claims,
-    so that the first screen has room for the ranking and a figure)."""
+    so that the first screen has room for the ranking and a figure); a claim edited after its runs (``amended``,
+    from :func:`.frozen.amendments`; None: unknown) says so beside its verdict."""
     if not verdicts:
         return None
-    rows = [[v.claim.id, v.verdict, v.summary()] for v in verdicts]
-    data = pd.DataFrame([{"id": v.claim.id, "source": v.claim.source, "kind": v.claim.kind, "verdict": v.verdict}
-                         for v in verdicts])
+    rows = [[v.claim.id, v.verdict, (f"{AMENDED}; " if v.claim.id in (amended or {}) else "") + v.summary()]
+            for v in verdicts]
+    data = pd.DataFrame([{"id": v.claim.id, "source": v.claim.source, "kind": v.claim.kind, "verdict": v.verdict,
+                          "amended": None if amended is None else v.claim.id in amended} for v in verdicts])
     return Table("Claims of the paper, checked", ["claim", "verdict", "evidence (this run)"], rows,
                  "Reproduced: holds on every problem it covers; partly: on some; not comparable: stand-in data or "
-                 "another scale. Each claim's source and note (section Claims) say what was tried.",
+                 "another scale. Each claim's source and note (section Claims) say what was tried."
+                 + (f" {UNKNOWN}" if amended is None else ""),
                  {(i, 1) for i in range(len(rows))}, data)
 
 
-def claim_notes(verdicts: list[Verdict]) -> Prose:
-    """Each claim's note as prose, under its id, source and verdict."""
+def claim_notes(verdicts: list[Verdict], amended: Amendments) -> Prose:
+    """Each claim's note as prose, under its id, source and verdict; an amended claim also shows its definition at
+    run time and now."""
     items = []
     for v in verdicts:
         what = (f"order: {', '.join(v.claim.better)} beat {', '.join(v.claim.worse)} by ≥ {v.claim.margin:g} on "
                 f"{v.claim.metric}" if v.claim.kind == "order"
                 else f"values within {100 * v.claim.tolerance:g}% of the paper's (the [[paper]] rows linked to it)")
         paragraphs = [f"Claim ({what}). Evidence: {'; '.join(v.evidence) or '—'}."]
+        paragraphs += describe_change(*amended[v.claim.id]) if v.claim.id in (amended or {}) else []
         paragraphs += [p.strip() for p in v.claim.note.split("\n\n") if p.strip()]
-        items.append((f"{v.claim.id} — {v.verdict} — {v.claim.source}", paragraphs))
+        mark = f" ({AMENDED})" if v.claim.id in (amended or {}) else ""
+        items.append((f"{v.claim.id} — {v.verdict}{mark} — {v.claim.source}", paragraphs))
     return Prose("Claims", items)
 
 
@@ -96,8 +106,9 @@ def profile_table(ds: xr.Dataset, settings: ReportSettings, target: Target) -> t
     ), ratios
 
 
-def ledger(header: Header, manifest: dict[str, Any], verdicts: list[Verdict]) -> dict[str, Any]:
-    """What the index of all reports needs: the study, how it was run, and one line per claim."""
+def ledger(header: Header, manifest: dict[str, Any], verdicts: list[Verdict], amended: Amendments) -> dict[str, Any]:
+    """What the index of all reports needs: the study, how it was run, and one line per claim (``amended``: edited
+    after the runs; null when the results predate frozen claims)."""
     facts = dict(header.facts)
     return {
         "study": manifest.get("study", ""),
@@ -107,5 +118,6 @@ def ledger(header: Header, manifest: dict[str, Any], verdicts: list[Verdict]) ->
         "svibench": facts.get("svibench", ""),
         "results_written": facts.get("results written", ""),
         "claims": [{"id": v.claim.id, "source": v.claim.source, "verdict": v.verdict, "summary": v.summary(),
-                    "evidence": v.evidence} for v in verdicts],
+                    "evidence": v.evidence, "amended": None if amended is None else v.claim.id in amended}
+                   for v in verdicts],
     }
