@@ -18,6 +18,7 @@ from .glance import LEDGER, Amendments, claim_notes, claims_table, ledger, profi
 from .header import make_header
 from .html import Section, render_html
 from .markdown import render_markdown
+from .notes import NoteLookup, render_note
 from .settings import ReportSettings
 from .tables import Table, final_metrics, ok_runs, paper_comparison, recorded_metrics, runs_not_ok, skipped_pairs, time_to_target
 
@@ -146,7 +147,8 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     if across:
         sections.append(("Across problems", across))
     if verdicts:
-        sections.append(("Claims", [claim_notes(verdicts, amended)]))
+        lookup = NoteLookup.of(ds, settings)
+        sections.append(("Claims", [claim_notes(verdicts, amended, lambda note: render_note(note, lookup))]))
     sections.append(("Final metrics", [*([rankings[1]] if rankings else []), final]))
     if reach:
         sections.append(("Time to target", list(reach)))

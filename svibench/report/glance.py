@@ -6,7 +6,7 @@ index of all reports reads.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 import xarray as xr
@@ -69,9 +69,9 @@ def claims_table(verdicts: list[Verdict], amended: Amendments) -> Table | None:
                  {(i, 1) for i in range(len(rows))}, data)
 
 
-def claim_notes(verdicts: list[Verdict], amended: Amendments) -> Prose:
-    """Each claim's note as prose, under its id, source and verdict; an amended claim also shows its definition at
-    run time and now."""
+def claim_notes(verdicts: list[Verdict], amended: Amendments, render: Callable[[str], str]) -> Prose:
+    """Each claim's note as prose (through ``render``, which fills its placeholders), under its id, source and
+    verdict; an amended claim also shows its definition at run time and now."""
     items = []
     for v in verdicts:
         what = (f"order: {', '.join(v.claim.better)} beat {', '.join(v.claim.worse)} by ≥ {v.claim.margin:g} on "
@@ -79,7 +79,7 @@ def claim_notes(verdicts: list[Verdict], amended: Amendments) -> Prose:
                 else f"values within {100 * v.claim.tolerance:g}% of the paper's (the [[paper]] rows linked to it)")
         paragraphs = [f"Claim ({what}). Evidence: {'; '.join(v.evidence) or '—'}."]
         paragraphs += describe_change(*amended[v.claim.id]) if v.claim.id in (amended or {}) else []
-        paragraphs += [p.strip() for p in v.claim.note.split("\n\n") if p.strip()]
+        paragraphs += [p.strip() for p in render(v.claim.note).split("\n\n") if p.strip()]
         mark = f" ({AMENDED})" if v.claim.id in (amended or {}) else ""
         items.append((f"{v.claim.id} — {v.verdict}{mark} — {v.claim.source}", paragraphs))
     return Prose("Claims", items)
