@@ -18,7 +18,7 @@ from svibench.report import write_report
 from svibench.report.notes import NoteLookup, check_note, render_note
 from svibench.report.settings import ReportError, ReportSettings
 from svibench.results import open_results
-from svibench.study import parse_study
+from svibench.study import StudyError, load_study, parse_study
 from svibench.sweep import run_study
 
 NAMES = {"labels": ["CVI", "CVI-exact", "SVI (t0=64.0)"], "problems": ["logreg/a1a", "logreg/australian (split=0)"],
@@ -74,6 +74,7 @@ def test_an_untagged_measured_number_fails_and_the_error_names_it(text, number):
     ("{final[CVI].neg_elbo:.2q}", r"'\.2q' is not a format spec"),
     ("{final CVI}", r"malformed placeholder '\{final CVI\}'"),
     ("a } alone", r"a '\}' without its '\{'"),
+    ("{runs[CVI].ok}} ok", r"a '\}' without its '\{'"),
     ("[at xyz: 3 s]", r"malformed tag '\[at xyz: 3 s\]'"),
     ("[at e8ffc74: 3 s", r"unclosed tag"),
     ("[at e8ffc74: {final[CVI].neg_elbo}]", r"a placeholder inside the tag"),
@@ -84,6 +85,7 @@ def test_a_bad_placeholder_or_tag_is_a_one_line_error(text, match):
     assert "\n" not in str(err.value)
 
 
+REPORTS = Path(__file__).resolve().parent.parent / "reports"
 STUDY = (Path(__file__).parent / "studies" / "one-vmp-run.toml").read_text().replace("seeds = [0]", "seeds = [0, 1]")
 
 
@@ -98,6 +100,23 @@ def claim(note: str) -> str:
         worse = ["VMP"]
         note = """{note}"""
     ''')
+
+
+@pytest.mark.parametrize("note, match", [
+    ("VMP ends at {final[VMP].elbo_x}", r"\[\[claim\]\] 'o' note: \{final\[VMP\]\.elbo_x\}: no model of the study "
+                                        r"reports 'elbo_x'"),
+    ("VMP ends at {final[SVI].elbo}", r"\[\[claim\]\] 'o' note: .*no run of the study has the label 'SVI'"),
+    ("VMP ends within 0.5 nats", r"\[\[claim\]\] 'o' note: untagged measured number '0\.5 nats'"),
+])
+def test_study_load_refuses_a_bad_note_in_one_line_naming_the_claim(note, match):
+    with pytest.raises(StudyError, match=match) as err:
+        parse_study(tomllib.loads(STUDY + claim(note)), source="study.toml")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("path", sorted(REPORTS.glob("*/study.toml")), ids=lambda p: p.parent.name)
+def test_every_committed_study_loads_with_its_notes_checked(path):
+    load_study(path)  # a note with an untagged measured number or a bad placeholder is a StudyError
 
 
 @pytest.fixture(scope="module")

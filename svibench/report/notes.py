@@ -116,29 +116,34 @@ def _snippet(text: str, start: int, end: int | None = None) -> str:
 def _segments(text: str) -> list[Segment]:
     """Split a note into plain text, placeholders and tags (ReportError, one line, for a malformed one)."""
     out, pos = [], 0
-    for special in SPECIAL.finditer(text):
-        if special.start() < pos:
-            continue  # inside a placeholder or tag already taken
+    while (special := SPECIAL.search(text, pos)) is not None:
         out.append(Segment("text", text[pos:special.start()]))
-        token, pos = special.group(), special.end()
+        token = special.group()
         if token in ("{{", "}}"):
             out.append(Segment("text", token[0]))
+            pos = special.end()
         elif token == "{":
-            end = text.find("}", special.start())
-            match = PLACEHOLDER.fullmatch(text, special.start(), end + 1) if end >= 0 else None
-            if match is None:
-                raise ReportError(f"malformed placeholder {_snippet(text, special.start(), end + 1)!r}: write "
-                                  "{final[LABEL].METRIC}, {sd[LABEL].METRIC}, {ttt[LABEL]} or {runs[LABEL].ok} "
-                                  "(LABEL@PROBLEM for one problem); a literal brace is {{ or }}")
-            out.append(Segment("placeholder", match.group(), match))
-            pos = match.end()
+            out.append(_placeholder(text, special.start()))
+            pos = special.start() + len(out[-1].text)
         elif token == "}":
             raise ReportError(f"a '}}' without its '{{' at {_snippet(text, max(0, special.start() - 20))!r}: "
                               "write }} for a literal brace")
         else:
-            out.append(_tag(text, special.start()))
-            pos = _closing(text, special.start()) + 1
+            end = _closing(text, special.start())
+            out.append(_tag(text, special.start(), end))
+            pos = end + 1
     return _merged(out + [Segment("text", text[pos:])])
+
+
+def _placeholder(text: str, start: int) -> Segment:
+    """The placeholder ``{…}`` starting at ``start``."""
+    end = text.find("}", start)
+    match = PLACEHOLDER.fullmatch(text, start, end + 1) if end >= 0 else None
+    if match is None:
+        raise ReportError(f"malformed placeholder {_snippet(text, start, end + 1)!r}: write {{final[LABEL].METRIC}}, "
+                          "{sd[LABEL].METRIC}, {ttt[LABEL]} or {runs[LABEL].ok} (LABEL@PROBLEM for one problem); "
+                          "a literal brace is {{ or }}")
+    return Segment("placeholder", match.group(), match)
 
 
 def _merged(segments: list[Segment]) -> list[Segment]:
@@ -152,21 +157,22 @@ def _merged(segments: list[Segment]) -> list[Segment]:
     return out
 
 
-def _tag(text: str, start: int) -> Segment:
-    """The ``[at COMMIT: …]`` or ``[paper: …]`` tag starting at ``start``."""
-    tag = TAG.match(text, start)
+def _tag(text: str, start: int, end: int) -> Segment:
+    """The ``[at COMMIT: …]`` or ``[paper: …]`` tag from ``start`` to its closing ``]`` at ``end``."""
+    tag = TAG.match(text, start, end)
     if tag is None:
         raise ReportError(f"malformed tag {_snippet(text, start)!r}: write [at <commit, 7-40 hex digits>: …] for a "
                           "historic measurement or [paper: …] for the paper's number")
-    body = text[tag.end():_closing(text, start)]
+    body = text[tag.end():end]
     if any(s.kind == "placeholder" for s in _segments(body)):
         raise ReportError(f"a placeholder inside the tag {_snippet(text, start)!r}: a historic or published "
                           "number is not a value of these results; move the placeholder out of the tag")
     return Segment("paper" if tag["paper"] else "at", body, commit=tag["commit"] or "")
 
 
-def _measured(text: str) -> list[str]:
-    """The measured numbers of plain ``text`` (see the module docstring), each with what follows it."""
+def _measured(text: str) -> list[tuple[str, int]]:
+    """The measured numbers of plain ``text`` (see the module docstring), each with its sign and unit, and where it
+    starts."""
     found = []
     for number in NUMBER.finditer(text):
         start, end = number.start(), number.end()
@@ -176,7 +182,7 @@ def _measured(text: str) -> list[str]:
         unit = UNIT.match(text, end)
         before = text[:start - len(sign) if signed else start].rstrip()
         if (signed or plus_minus or unit) and not (before and before[-1] in SETTING):
-            found.append(text[start - (1 if signed else 0):unit.end() if unit else end])
+            found.append((text[start - (1 if signed else 0):unit.end() if unit else end], start))
     return found
 
 
@@ -187,10 +193,11 @@ def check_note(text: str, *, labels: Iterable[str], problems: Iterable[str], met
     for segment in _segments(text):
         if segment.kind == "placeholder":
             _check_placeholder(segment.match, labels, problems, metrics)
-        elif segment.kind == "text" and _measured(segment.text):
-            number = _measured(segment.text)[0]
+        measured = _measured(segment.text) if segment.kind == "text" else []
+        if measured:
+            number, start = measured[0]
             raise ReportError(f"untagged measured number {number!r} in "
-                              f"{_snippet(segment.text, max(0, segment.text.find(number) - 20))!r}: {HOW_TO_TAG}")
+                              f"{_snippet(segment.text, max(0, start - 20))!r}: {HOW_TO_TAG}")
 
 
 def _check_placeholder(match: re.Match, labels: set[str], problems: list[str], metrics: set[str]) -> None:
