@@ -13,8 +13,8 @@ from ..results import open_results, run_files
 from ..summary import final_values
 from .claims import Claim, Verdict, evaluate_claims, parse_claims, parse_references
 from .figures import AXES, ReportFigure, best_known, curve_figure, final_figure, palette, profile_figure
-from .frozen import amendments, claim_tables
-from .glance import LEDGER, Amendments, claim_notes, claims_table, ledger, profile_table, ranking_tables
+from .frozen import Amendments, amendments, claim_tables
+from .glance import LEDGER, claim_notes, claims_table, ledger, profile_table, ranking_tables
 from .header import make_header
 from .html import Section, render_html
 from .markdown import render_markdown

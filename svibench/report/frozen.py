@@ -24,8 +24,8 @@ from typing import Any
 
 from ..spec import canonical_json
 
-__all__ = ["claim_digest", "claim_tables", "frozen_claims", "amendments", "describe_change", "AMENDED",
-           "UNKNOWN"]
+__all__ = ["claim_digest", "claim_tables", "frozen_claims", "amendments", "describe_change", "Amendments",
+           "AMENDED", "UNKNOWN"]
 
 #: The words shown beside the verdict of a claim edited after its runs.
 AMENDED = "amended after the runs"
@@ -34,6 +34,9 @@ UNKNOWN = ("These results were written before claims were frozen with the runs (
            "was edited after its runs is unknown.")
 #: The study-file arrays that hold claim-shaped tables, each with an ``id``.
 CLAIM_ARRAYS = ("claim", "target")
+#: Claims edited after their runs, ``{id: (table at run time or None, table now)}``; None when the results predate
+#: frozen claims (unknown).
+Amendments = dict[str, tuple[dict[str, Any] | None, dict[str, Any]]] | None
 
 
 def claim_digest(table: dict[str, Any]) -> str:
@@ -53,8 +56,7 @@ def frozen_claims(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {table["id"]: {"sha256": claim_digest(table), "table": table} for table in claim_tables(raw)}
 
 
-def amendments(manifest: dict[str, Any],
-               current_tables: list[dict[str, Any]]) -> dict[str, tuple[dict[str, Any] | None, dict[str, Any]]] | None:
+def amendments(manifest: dict[str, Any], current_tables: list[dict[str, Any]]) -> Amendments:
     """The claims of ``current_tables`` whose definition differs from the one frozen in ``manifest`` when the runs
     were made: ``{id: (table at run time, or None if the claim is new; table now)}``.
 

@@ -13,7 +13,7 @@ import xarray as xr
 
 from .claims import Verdict
 from .compare import TAUS, TIE, performance_profile, profile_ratios, ranking, ranking_rows, summary_line
-from .frozen import AMENDED, UNKNOWN, describe_change
+from .frozen import AMENDED, UNKNOWN, Amendments, describe_change
 from .header import Header
 from .settings import ReportSettings, Target
 from .tables import Prose, Table, reach_records
@@ -21,9 +21,6 @@ from .tables import Prose, Table, reach_records
 __all__ = ["ranking_tables", "claims_table", "claim_notes", "profile_table", "ledger", "LEDGER"]
 
 LEDGER = "claims.json"
-#: Claims edited after their runs, ``{id: (table at run time or None, table now)}`` (:func:`.frozen.amendments`);
-#: None when the results predate frozen claims.
-Amendments = dict[str, tuple[dict[str, Any] | None, dict[str, Any]]] | None
 
 
 #: Algorithms per problem in the first screen's ranking line (the detailed ranking has them all).
