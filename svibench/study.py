@@ -53,7 +53,8 @@ work: every error names the key, what was expected and what was found, in one
 line.  One parser per section (``_parse_scales``, ``_parse_study_table``,
 ``_parse_budget``, ``_parse_problems``, ``_parse_algorithms``, ``_parse_paper``,
 ``_parse_report``, ``_parse_claims`` for ``[[claim]]`` and ``[[reference]]``, see
-:mod:`svibench.report.claims`).
+:mod:`svibench.report.claims`; a claim's ``note`` quotes measured numbers only through placeholders or
+tags, see :mod:`svibench.report.notes`).
 """
 from __future__ import annotations
 
@@ -69,6 +70,7 @@ from typing import Any
 from .metrics import MetricError, check_declaration
 from .registry import AlgorithmEntry, Registry, RegistryError, get_registry
 from .report.claims import Claim, Reference, check_names, parse_claims, parse_references
+from .report.notes import check_note
 from .report.settings import ReportError, ReportSettings
 from .spec import Budget, Checkpoints, ProblemSpec, RunSpec, canonical_json
 
@@ -459,6 +461,11 @@ def _parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]], problems: li
                     sorted({n for r in runs for n in (r.label, r.method)}), metrics)
     except ReportError as exc:
         raise StudyError(str(exc)) from None
+    for claim in claims:
+        try:
+            check_note(claim.note, labels={r.label for r in runs}, problems=[p.name for p in problems], metrics=metrics)
+        except ReportError as exc:
+            raise StudyError(f"[[claim]] {claim.id!r} note: {exc}") from None
     return claims, references
 
 

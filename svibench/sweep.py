@@ -14,6 +14,7 @@ from .executors import Executor
 from .problem import load_dataset
 from .progress import Progress
 from .registry import get_registry
+from .report.frozen import frozen_claims
 from .results import ResultsError, environment, read_run, run_files, write_json, write_run
 from .spec import RunSpec, canonical_json
 from .study import Study
@@ -78,7 +79,10 @@ def _origin(obj: object, source: str) -> str:
     return f"{source} (" + ", ".join(f"{d} {version(d)}" for d in dists) + ")" if dists else source
 
 
-def _manifest(study: Study, statuses: dict[str, str], execution: dict, where_from: dict[str, str]) -> dict:
+def _manifest(study: Study, statuses: dict[str, str], execution: dict, where_from: dict[str, str],
+              claims: dict | None) -> dict:
+    """What ``manifest.json`` holds: how the runs were made, the study as run, each run's status, and the claims
+    frozen with the runs (``claims``; left out, i.e. unknown, for results kept from an older svibench)."""
     return {
         **execution,
         "origins": where_from,
@@ -92,6 +96,7 @@ def _manifest(study: Study, statuses: dict[str, str], execution: dict, where_fro
         "skipped": [vars(s) for s in study.skipped],
         "paper": study.paper,
         "report": study.report,
+        **({"claims": claims} if claims is not None else {}),
     }
 
 
@@ -192,8 +197,9 @@ def run_study(
     folder = Path(out)
     result = SweepResult(folder)
     manifest_path = folder / "manifest.json"
-    if manifest_path.exists() and not force:
-        _refuse_changed_study(json.loads(manifest_path.read_text()), study, folder)
+    old = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    if old and not force:
+        _refuse_changed_study(old, study, folder)
     existing, result.corrupt = completed_runs(folder)
     todo: list[RunSpec] = []
     for run in study.runs:
@@ -205,7 +211,9 @@ def run_study(
             todo.append(run)
     check_data(todo)
     where_from = origins(study)
-    write_json(manifest_path, _manifest(study, result.statuses, execution, where_from))
+    # The claims the kept runs were made for stay frozen; only a sweep that keeps no run freezes the study's own.
+    claims = old.get("claims") if result.reused else frozen_claims(study.raw)
+    write_json(manifest_path, _manifest(study, result.statuses, execution, where_from, claims))
     runs = executor(todo, on_progress=Progress(todo, enabled=progress))
     try:
         for ds in runs:
@@ -213,7 +221,7 @@ def run_study(
             run_id, status = ds.attrs["run_id"], ds.attrs["status"]
             result.executed.append(run_id)
             result.statuses[run_id] = status
-            write_json(manifest_path, _manifest(study, result.statuses, execution, where_from))
+            write_json(manifest_path, _manifest(study, result.statuses, execution, where_from, claims))
     finally:
         close = getattr(runs, "close", None)
         if close:

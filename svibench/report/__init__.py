@@ -8,6 +8,8 @@ never recompute a run.  One module per job:
 - ``tables``    final metrics, time to target, paper vs this run, failures
 - ``figures``   metric against algorithm time and epochs, mean ± sd over seeds
 - ``header``    study, date, versions, machine, timing caveats
+- ``frozen``    claims frozen with the results: which claims were amended after the runs
+- ``notes``     claim notes' placeholders filled from the results, and the measured-number rule
 - ``html``      the self-contained page (figures embedded as base64 PNG)
 - ``markdown``  the GitHub-readable summary (figures as PNG files beside it)
 - ``build``     ties them together: :func:`write_report`

@@ -14,10 +14,12 @@ from ..results import answers, metric_info, open_results, run_files
 from ..summary import final_values
 from .claims import Claim, Verdict, evaluate_claims, parse_claims, parse_references
 from .figures import AXES, ReportFigure, best_known, curve_figure, final_figure, palette, profile_figure
+from .frozen import Amendments, amendments, claim_tables
 from .glance import LEDGER, claim_notes, claims_table, ledger, profile_table, ranking_tables
 from .header import make_header
 from .html import Section, render_html
 from .markdown import render_markdown
+from .notes import NoteLookup, render_note
 from .settings import ReportSettings
 from .tables import (Table, final_metrics, metrics_meaning, ok_runs, paper_comparison, recorded_metrics, runs_not_ok,
                      skipped_pairs, time_to_target)
@@ -48,17 +50,18 @@ def _results_written(folder: Path) -> datetime | None:
     return datetime.fromtimestamp(max(times), tz=timezone.utc) if times else None
 
 
-def _study_tables(manifest: dict) -> tuple[list[Claim], dict[str, dict[str, float]]]:
-    """The study's claims and references (f* per metric and problem), from the study text saved with the results."""
+def _study_tables(manifest: dict) -> tuple[list[Claim], dict[str, dict[str, float]], Amendments]:
+    """The study's claims, references (f* per metric and problem) and the claims amended since the runs
+    (:func:`.frozen.amendments`), from the study text saved with the results or given with ``--study``."""
     try:
         raw = tomllib.loads(manifest.get("study_toml", ""))
     except tomllib.TOMLDecodeError:
-        return [], {}
+        return [], {}, {}
     claims = parse_claims(raw.get("claim", []), manifest.get("paper", []))
     references: dict[str, dict[str, float]] = {}
     for ref in parse_references(raw.get("reference", [])):
         references.setdefault(ref.metric, {})[ref.problem] = ref.value
-    return claims, references
+    return claims, references, amendments(manifest, claim_tables(raw))
 
 
 def _figures(ok: xr.Dataset, settings: ReportSettings, info: dict[str, Metric], references: dict, colours: dict,
@@ -119,7 +122,7 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
         raw = tomllib.loads(text)
         manifest.update(study_toml=text, paper=raw.get("paper", []), report=raw.get("report", {}))
     settings = ReportSettings.parse(manifest.get("report"))
-    claims, references = _study_tables(manifest)
+    claims, references, amended = _study_tables(manifest)
     metrics = recorded_metrics(ds)
     declared = metric_info(ds)
     info = {m: declared[m] for m in metrics}
@@ -134,7 +137,7 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     rankings = ranking_tables(ds, ranked, settings) if ranked else None
     # The first screen: the claims' verdicts (a few short rows), the ranking and the headline figure (the first
     # plotted metric, as suboptimality if it is an objective, against time), which the Figures section repeats.
-    glance = [t for t in (claims_table(verdicts), rankings[0] if rankings else None) if t] + figures[:1]
+    glance = [t for t in (claims_table(verdicts, amended), rankings[0] if rankings else None) if t] + figures[:1]
     targets = settings.targets_for(metrics, answers(ds))
     profile = profile_table(ds, targets[0]) if targets and targets[0].metric in ds else None
     across = [profile[0], profile_figure(profile[1], colours, targets[0].metric, dpi=dpi)] if profile else []
@@ -151,7 +154,8 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     if across:
         sections.append(("Across problems", across))
     if verdicts:
-        sections.append(("Claims", [claim_notes(verdicts)]))
+        lookup = NoteLookup.of(ds, settings)
+        sections.append(("Claims", [claim_notes(verdicts, amended, lambda note: render_note(note, lookup))]))
     sections.append(("Final metrics", [*([rankings[1]] if rankings else []), *final]))
     if reach:
         sections.append(("Time to target", list(reach)))
@@ -164,7 +168,8 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     html_path, md_path = out / "index.html", out / "summary.md"
     html_path.write_text(render_html(header, sections), encoding="utf-8")
     md_path.write_text(render_markdown(header, sections, FIGURES_DIR), encoding="utf-8")
-    (out / LEDGER).write_text(json.dumps(ledger(header, manifest, verdicts), indent=1) + "\n", encoding="utf-8")
+    (out / LEDGER).write_text(json.dumps(ledger(header, manifest, verdicts, amended), indent=1) + "\n",
+                              encoding="utf-8")
     tables = [*glance, *across[:1], *(rankings[1:] if rankings else []), *final, *reach, *([paper] if paper else []), not_ok, *([skipped] if skipped else [])]
     return Report(out, html_path, md_path, written, tables, verdicts)
 

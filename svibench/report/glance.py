@@ -6,7 +6,7 @@ index of all reports reads.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 import xarray as xr
@@ -14,6 +14,7 @@ import xarray as xr
 from .claims import Verdict
 from ..results import metric_info
 from .compare import TAUS, TIE, performance_profile, profile_ratios, ranking, ranking_rows, summary_line, unranked
+from .frozen import AMENDED, UNKNOWN, Amendments, describe_change
 from .header import Header
 from .settings import ReportSettings, Target
 from .tables import Prose, Table, reach_records
@@ -64,30 +65,36 @@ def _ranking_line(line: str, skipped: list[str], pool: str, metric: str) -> str:
     return (f"{line}; " if line else "") + f"not ranked{where}: {metric} is no fair ranking key there"
 
 
-def claims_table(verdicts: list[Verdict]) -> Table | None:
+def claims_table(verdicts: list[Verdict], amended: Amendments) -> Table | None:
     """One line per claim: its verdict and the measured evidence in short (its source is in section Claims,
-    so that the first screen has room for the ranking and a figure)."""
+    so that the first screen has room for the ranking and a figure); a claim edited after its runs (``amended``,
+    from :func:`.frozen.amendments`; None: unknown) says so beside its verdict."""
     if not verdicts:
         return None
-    rows = [[v.claim.id, v.verdict, v.summary()] for v in verdicts]
-    data = pd.DataFrame([{"id": v.claim.id, "source": v.claim.source, "kind": v.claim.kind, "verdict": v.verdict}
-                         for v in verdicts])
+    rows = [[v.claim.id, v.verdict, (f"{AMENDED}; " if v.claim.id in (amended or {}) else "") + v.summary()]
+            for v in verdicts]
+    data = pd.DataFrame([{"id": v.claim.id, "source": v.claim.source, "kind": v.claim.kind, "verdict": v.verdict,
+                          "amended": None if amended is None else v.claim.id in amended} for v in verdicts])
     return Table("Claims of the paper, checked", ["claim", "verdict", "evidence (this run)"], rows,
                  "Reproduced: holds on every problem it covers; partly: on some; not comparable: stand-in data or "
-                 "another scale. Each claim's source and note (section Claims) say what was tried.",
+                 "another scale. Each claim's source and note (section Claims) say what was tried."
+                 + (f" {UNKNOWN}" if amended is None else ""),
                  {(i, 1) for i in range(len(rows))}, data)
 
 
-def claim_notes(verdicts: list[Verdict]) -> Prose:
-    """Each claim's note as prose, under its id, source and verdict."""
+def claim_notes(verdicts: list[Verdict], amended: Amendments, render: Callable[[str], str]) -> Prose:
+    """Each claim's note as prose (through ``render``, which fills its placeholders), under its id, source and
+    verdict; an amended claim also shows its definition at run time and now."""
     items = []
     for v in verdicts:
         what = (f"order: {', '.join(v.claim.better)} beat {', '.join(v.claim.worse)} by ≥ {v.claim.margin:g} on "
                 f"{v.claim.metric}" if v.claim.kind == "order"
                 else f"values within {100 * v.claim.tolerance:g}% of the paper's (the [[paper]] rows linked to it)")
         paragraphs = [f"Claim ({what}). Evidence: {'; '.join(v.evidence) or '—'}."]
-        paragraphs += [p.strip() for p in v.claim.note.split("\n\n") if p.strip()]
-        items.append((f"{v.claim.id} — {v.verdict} — {v.claim.source}", paragraphs))
+        paragraphs += describe_change(*amended[v.claim.id]) if v.claim.id in (amended or {}) else []
+        paragraphs += [p.strip() for p in render(v.claim.note).split("\n\n") if p.strip()]
+        mark = f" ({AMENDED})" if v.claim.id in (amended or {}) else ""
+        items.append((f"{v.claim.id} — {v.verdict}{mark} — {v.claim.source}", paragraphs))
     return Prose("Claims", items)
 
 
@@ -112,8 +119,9 @@ def profile_table(ds: xr.Dataset, target: Target) -> tuple[Table, pd.DataFrame] 
     ), ratios
 
 
-def ledger(header: Header, manifest: dict[str, Any], verdicts: list[Verdict]) -> dict[str, Any]:
-    """What the index of all reports needs: the study, how it was run, and one line per claim."""
+def ledger(header: Header, manifest: dict[str, Any], verdicts: list[Verdict], amended: Amendments) -> dict[str, Any]:
+    """What the index of all reports needs: the study, how it was run, and one line per claim (``amended``: edited
+    after the runs; null when the results predate frozen claims)."""
     facts = dict(header.facts)
     return {
         "study": manifest.get("study", ""),
@@ -123,5 +131,6 @@ def ledger(header: Header, manifest: dict[str, Any], verdicts: list[Verdict]) ->
         "svibench": facts.get("svibench", ""),
         "results_written": facts.get("results written", ""),
         "claims": [{"id": v.claim.id, "source": v.claim.source, "verdict": v.verdict, "summary": v.summary(),
-                    "evidence": v.evidence} for v in verdicts],
+                    "evidence": v.evidence, "amended": None if amended is None else v.claim.id in amended}
+                   for v in verdicts],
     }
