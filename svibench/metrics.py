@@ -23,7 +23,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
-__all__ = ["Metric", "KINDS", "DIRECTIONS", "metric_table", "MetricError", "check_declaration", "table_json",
+__all__ = ["DERIVED", "Metric", "KINDS", "DIRECTIONS", "metric_table", "MetricError", "check_declaration", "table_json",
            "table_from_json", "HOW_TO_DECLARE"]
 
 #: The fix every "no metadata" error names.
@@ -154,3 +154,9 @@ def table_json(table: Mapping[str, Metric]) -> str:
 def table_from_json(text: str) -> dict[str, Metric]:
     """Inverse of :func:`table_json`."""
     return metric_table(*(Metric.from_dict(d) for d in json.loads(text)))
+
+
+#: Quantities a claim may name that every run has, derived from its clock (not reported by a model): CPU seconds per
+#: step, averaged from the start of the run.
+DERIVED = metric_table(Metric("seconds_per_iteration", "lower", "diagnostic", "CPU s", low=0.0,
+                              description="CPU seconds per step, averaged from the start of the run"))

@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 import xarray as xr
 
+from . import health
 from .algorithm import Algorithm, Diverged
 from .metrics import HOW_TO_DECLARE, Metric, table_json
 from .model import Model, evaluate_posterior
@@ -70,6 +71,7 @@ class _Trajectory:
         self.metrics: dict[str, Metric] = {}
         self.answer = ""
         self.evaluation_seconds = 0.0
+        self.first: dict[str, float] = {}
 
     def describe(self, model: Model) -> None:
         """Keep what the model's metrics mean on its data (``Model.metric_info``) and its answer, saved with the run."""
@@ -77,7 +79,9 @@ class _Trajectory:
 
     def record(self, model: Model, alg: Algorithm, rng: np.random.Generator, iteration: int, epoch: float,
                algorithm_seconds: float) -> None:
-        """Evaluate the current posterior and add its row; raise :class:`Diverged` on a non-finite metric."""
+        """Evaluate the current posterior and add its row; raise :class:`Diverged` when the row is unhealthy
+        (:func:`svibench.health.check_row`: a non-finite value, a value outside its declared range, an objective
+        blown up), so that the run ends ``diverged`` with the checkpoints so far."""
         t_eval = time.perf_counter()
         values = evaluate_posterior(model, alg.posterior(), rng)
         self.evaluation_seconds += time.perf_counter() - t_eval
@@ -85,9 +89,12 @@ class _Trajectory:
         if unknown:
             raise ValueError(f"model {model.name!r} returned metrics it does not declare: {sorted(unknown)}; {HOW_TO_DECLARE}")
         self.rows.append({"iteration": iteration, "epoch": epoch, "time": algorithm_seconds, **values})
-        bad = [k for k, v in values.items() if not np.isfinite(v)]
-        if bad:
-            raise Diverged(f"non-finite {', '.join(bad)} at iteration {iteration}")
+        for name, value in values.items():
+            if np.isfinite(value):
+                self.first.setdefault(name, value)
+        why = health.check_row(self.metrics, self.first, values)
+        if why:
+            raise Diverged(f"{why} at iteration {iteration}")
 
     def ends_at(self, iteration: int) -> bool:
         return bool(self.rows) and self.rows[-1]["iteration"] == iteration

@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .metrics import MetricError, check_declaration
+from .metrics import DERIVED, MetricError, check_declaration
 from .registry import AlgorithmEntry, Registry, RegistryError, get_registry
 from .report.claims import Claim, Reference, check_names, parse_claims, parse_references
 from .report.notes import check_note
@@ -81,13 +81,13 @@ class StudyError(ValueError):
     """A study file that cannot be run; the message names the key and the fix."""
 
 
-TOP_KEYS = {"study", "budget", "problem", "algorithm", "scales", "paper", "report", "claim", "reference"}
+TOP_KEYS = {"study", "budget", "problem", "algorithm", "scales", "paper", "report", "claim", "target", "reference"}
 STUDY_KEYS = {"name", "description", "seeds", "timeout"}
 BUDGET_KEYS = {"iterations", "epochs", "seconds", "checkpoints", "spacing", "at"}
 PROBLEM_KEYS = {"name", "model", "dataset", "model_params", "dataset_params"}
 ALGORITHM_KEYS = {"name", "label", "method", "params", "models"}
 SCALE_KEYS = {"seeds", "budget", "timeout", "model_params", "dataset_params", "algorithm_params"}
-PAPER_KEYS = {"problem", "algorithm", "metric", "value", "sd", "note", "claim"}
+PAPER_KEYS = {"problem", "algorithm", "metric", "value", "sd", "note", "claim", "versus"}
 #: A plotted metric gets a warning at load below this many checkpoints per run (too few to show convergence).
 MIN_CHECKPOINTS = 10
 
@@ -262,7 +262,7 @@ def parse_study(
     paper = _parse_paper(raw.get("paper", []))
     metrics = {m for p in problems for m in registry.model(p.model).metrics}
     report = _parse_report(raw.get("report", {}), metrics)
-    claims, references = _parse_claims(raw, paper, problems, runs, metrics)
+    claims, references = _parse_claims(raw, paper, problems, runs, metrics, report)
     _warn_few_checkpoints(checkpoints, report, metrics)
     return Study(name, description, runs, skipped, paper, report, source, scale, tuple(plugins), raw | {"_text": text},
                  claims, references)
@@ -452,21 +452,33 @@ def _parse_report(table: Any, metrics: set[str]) -> dict[str, Any]:
 
 
 def _parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]], problems: list[ProblemSpec], runs: list[RunSpec],
-                  metrics: set[str]) -> tuple[list[Claim], list[Reference]]:
-    """``[[claim]]`` and ``[[reference]]``: shape, links to ``[[paper]]``, and every name they use exists."""
+                  metrics: set[str], report: dict[str, Any]) -> tuple[list[Claim], list[Reference]]:
+    """``[[claim]]``, ``[[target]]`` and ``[[reference]]``: shape, links to ``[[paper]]``, every name they use
+    exists, a faster claim has a target, and every note passes :func:`svibench.report.notes.check_note`."""
     try:
-        claims = parse_claims(raw.get("claim", []), paper)
+        claims = parse_claims(raw, paper)
         references = parse_references(raw.get("reference", []))
-        check_names(claims, references, sorted({n for p in problems for n in (p.name, p.base)}),
-                    sorted({n for r in runs for n in (r.label, r.method)}), metrics)
+        check_names(claims, references, {p.name: p.base for p in problems}, {r.label: r.method for r in runs},
+                    metrics | set(DERIVED))
+        _check_targets(claims, report)
     except ReportError as exc:
         raise StudyError(str(exc)) from None
     for claim in claims:
         try:
-            check_note(claim.note, labels={r.label for r in runs}, problems=[p.name for p in problems], metrics=metrics)
+            check_note(claim.note, labels={r.label for r in runs}, problems={n for p in problems for n in (p.name, p.base)},
+                       metrics=metrics)
         except ReportError as exc:
-            raise StudyError(f"[[claim]] {claim.id!r} note: {exc}") from None
+            raise StudyError(f"[[{claim.ledger}]] {claim.id!r} note: {exc}") from None
     return claims, references
+
+
+def _check_targets(claims: list[Claim], report: dict[str, Any]) -> None:
+    """A faster claim without its own target needs a ``[report]`` target on its metric."""
+    targets = {t.metric for t in ReportSettings.parse(report).targets}
+    for c in claims:
+        if c.kind == "faster" and c.target is None and c.metric not in targets and not c.not_run:
+            raise ReportError(f"[[{c.ledger}]] {c.id!r}: a faster claim needs a target: give target = {{ relative = ... }} "
+                              f"or a [report] target on {c.metric!r}")
 
 
 def _warn_few_checkpoints(checkpoints: Checkpoints, report: dict[str, Any], metrics: set[str]) -> None:

@@ -1,4 +1,5 @@
-"""The claims ledger, paired comparisons, the performance profile and the unconverged marker (issue 22).
+"""The claims ledger at study load, the index, regeneration, the performance profile and the unconverged marker
+(issue 22; the verdict and ranking rules themselves are in test_verdicts.py).
 
 Every expected number here is computed by hand from the synthetic results built
 in this file, not by the code under test.
@@ -18,10 +19,8 @@ import pytest
 import xarray as xr
 
 from svibench.metrics import Metric, metric_table, table_json
-from svibench.report.claims import evaluate_claims, parse_claims
-from svibench.report.compare import performance_profile, profile_ratios, ranking, summary_line, unconverged
+from svibench.report.compare import performance_profile, profile_ratios, unconverged
 from svibench.report.index import write_index
-from svibench.report.settings import ReportError, ReportSettings
 from svibench.report.tables import paper_comparison
 from svibench.study import StudyError, parse_study
 
@@ -44,77 +43,6 @@ def results(runs: list[dict], direction: str = "higher") -> xr.Dataset:
     coords["method"] = ("run", [r.get("label", "A") for r in runs])
     coords["metric_info"] = ("run", [table_json(metric_table(Metric("score", direction, "task")))] * len(runs))
     return xr.Dataset(data, coords=coords)
-
-
-def finals(rows: list[tuple]) -> pd.DataFrame:
-    """Final values from (problem, label, value[, problem base])."""
-    return pd.DataFrame([{"problem": p, "problem_base": (base or [p])[0], "label": lb, "score": v, "status": "ok"}
-                         for p, lb, v, *base in rows])
-
-
-ORDER = finals([("p1", "A", 10.0), ("p1", "B", 8.0), ("p2", "A", 5.0), ("p2", "B", 4.5)])
-
-
-def order_claim(**kw) -> list:
-    table = {"id": "c", "source": "paper", "kind": "order", "metric": "score", "better": ["A"], "worse": ["B"], **kw}
-    return parse_claims([table], [])
-
-
-@pytest.mark.parametrize("margin, comparable, verdict", [
-    (0.0, True, "reproduced"),        # gaps 2.0 and 0.5
-    (1.0, True, "partly"),            # holds on p1 only
-    (3.0, True, "not reproduced"),
-    (1.0, False, "not comparable"),
-])
-def test_order_claim_verdicts_from_the_gaps(margin, comparable, verdict):
-    (v,) = evaluate_claims(order_claim(margin=margin, comparable=comparable), ORDER, [], lambda m: False)
-    assert v.verdict == verdict
-    assert list(v.data["gap"]) == [2.0, 0.5]
-
-
-def test_order_claim_follows_the_metric_direction_and_says_not_run_without_runs():
-    (v,) = evaluate_claims(order_claim(), ORDER, [], lambda m: True)  # lower is better: B beats A
-    assert v.verdict == "not reproduced" and list(v.data["gap"]) == [-2.0, -0.5]
-    (v,) = evaluate_claims(order_claim(worse=["C"]), ORDER, [], lambda m: False)
-    assert v.verdict == "not run"
-
-
-def test_value_claim_pools_grid_points_and_checks_the_tolerance():
-    rows = finals([("p (split=0)", "A", 9.0, "p"), ("p (split=1)", "A", 11.5, "p"), ("q", "A", 20.0)])
-    paper = [{"problem": "p", "algorithm": "A", "metric": "score", "value": 10.0, "claim": "v"},
-             {"problem": "q", "algorithm": "A", "metric": "score", "value": 10.0, "claim": "v"}]
-    claims = parse_claims([{"id": "v", "source": "T1", "kind": "value", "tolerance": 0.05}], paper)
-    (v,) = evaluate_claims(claims, rows, paper, lambda m: False)
-    assert list(v.data["mean"]) == [10.25, 20.0]  # the splits' mean; q is 100% off
-    assert list(v.data["holds"]) == [True, False] and v.verdict == "partly"
-
-
-def test_an_exact_label_is_not_pooled_with_labels_that_extend_it():
-    rows = finals([("p", "T", 1.0), ("p", "T (printed) (init=prior)", 5.0), ("p", "M", 3.0)])
-    (v,) = evaluate_claims(order_claim(better=["M"], worse=["T"]), rows, [], lambda m: False)
-    assert list(v.data["gap"]) == [2.0]  # against T alone, not T's printed variant
-    (v,) = evaluate_claims(order_claim(better=["M"], worse=["T (printed)"]), rows, [], lambda m: False)
-    assert list(v.data["gap"]) == [-2.0]  # a base name selects its grid points
-
-
-def test_ranking_pairs_runs_by_problem_and_seed():
-    # two splits × two seeds; A wins 3 of 4 pairs, B one; A − B per pair: +1, +2, −1, +4 → median of B − A = −1.5
-    a = [(0, 0, 5.0), (0, 1, 6.0), (1, 0, 2.0), (1, 1, 9.0)]
-    b = [(0, 0, 4.0), (0, 1, 4.0), (1, 0, 3.0), (1, 1, 5.0)]
-    runs = [{"problem": f"p (split={s})", "base": "p", "label": lb, "seed": seed, "values": [0.0, v]}
-            for lb, rows in (("A", a), ("B", b)) for s, seed, v in rows]
-    rank = ranking(results(runs), "score", ReportSettings.parse({})).set_index("label")
-    assert rank.loc["A", "wins"] == 3 and rank.loc["B", "wins"] == 1 and set(rank["pool"]) == {"p"}
-    assert rank.loc["B", "median_diff"] == -1.5 and rank.loc["A", "leader"] == "A"
-    split = ranking(results(runs), "score", ReportSettings.parse({"split_panels": True}))
-    assert set(split["pool"]) == {"p (split=0)", "p (split=1)"}
-
-
-def test_the_first_screen_ranking_line_keeps_the_leaders_and_counts_the_rest():
-    runs = [{"label": lb, "values": [v] * 11} for lb, v in zip("ABCDEF", (6.0, 5.0, 4.0, 3.0, 2.0, 1.0))]
-    rank = ranking(results(runs), "score", ReportSettings.parse({}))
-    assert summary_line(rank, top=2) == "A 1/1 › B 0/1 (Δ -1) › … 4 more"
-    assert summary_line(rank).count("›") == 5 and summary_line(rank, top=6) == summary_line(rank)
 
 
 def test_performance_profile_matches_a_hand_computed_case():
@@ -177,13 +105,23 @@ def test_a_study_with_claims_and_references_loads():
 
 @pytest.mark.parametrize("extra, match", [
     ('[[claim]]\nid = "o"\nsource = "s"\nkind = "order"\nmetric = "elbo"\nbetter = ["SVI"]\nworse = ["VMP"]',
-     r"\[\[claim\]\] 'o'.*no algorithm label of the study is 'SVI'"),
+     r"\[\[claim\]\] 'o'.*the study runs no method or label 'SVI'"),
     ('[[claim]]\nid = "o"\nsource = "s"\nkind = "order"\nmetric = "elbo"\nbetter = ["VMP"]\nworse = ["VMP"]\n'
      'problems = ["gmm/other"]', r"problems: no problem of the study is 'gmm/other'"),
     ('[[claim]]\nid = "o"\nsource = "s"\nkind = "order"\nmetric = "psnr"\nbetter = ["VMP"]\nworse = ["VMP"]',
      r"metric: no model of the study reports 'psnr'"),
-    ('[[claim]]\nid = "o"\nsource = "s"\nkind = "guess"', r"kind: expected one of value, order"),
-    ('[[claim]]\nid = "v"\nsource = "s"\nkind = "value"', r"a value claim needs \[\[paper\]\] rows with claim = 'v'"),
+    ('[[claim]]\nid = "o"\nsource = "s"\nkind = "guess"', r"kind: unknown claim kind 'guess'; use one of order, faster"),
+    ('[[claim]]\nid = "o"\nsource = "s"\nkind = "order"\nmetric = "elbo"\nbetter = ["VMP"]\nworse = ["VMP"]\nmargin = -0.01',
+     r"margin: -0.01 is negative; a tie or a loss must never pass as a win"),
+    ('[[claim]]\nid = "o"\nsource = "s"\nkind = "faster"\nmetric = "elbo"\nbetter = ["VMP"]\nworse = ["VMP"]\n'
+     'target = { relative = 0.01 }\nfinal = "equivalent"', r"an equivalence gives one of tolerance"),
+    ('[[claim]]\nid = "v"\nsource = "s"\nkind = "value"\ncomparable_why = "ours"', r"a value claim needs 'comparable'"),
+    ('[[claim]]\nid = "o"\nsource = "s"\nkind = "order"\nmetric = "elbo"\nbetter = ["VMP"]\nworse = ["VMP"]\n'
+     'note = "{final[SVI].elbo}"', r"note: .*no run of the study has the label 'SVI'"),
+    ('[[target]]\nid = "t"\nkind = "value"\ncomparable = true\ncomparable_why = "ours"',
+     r"a value claim needs \[\[paper\]\] rows with claim = 't'"),
+    ('[[claim]]\nid = "v"\nsource = "s"\nkind = "value"\ncomparable = false\ncomparable_why = "ours"',
+     r"a value claim needs \[\[paper\]\] rows with claim = 'v'"),
     ('[[claim]]\nid = "o"\nsource = "s"\nkind = "order"\nmetric = "elbo"\nbetter = ["VMP"]\nworse = ["VMP"]\nmargn = 1',
      r"unknown key 'margn'"),
     ('[[reference]]\nproblem = "gmm/gmm-synthetic"\nmetric = "elbo"\nvalue = 1.0', r"\[\[reference\]\] #1: expected exactly"),
@@ -211,7 +149,9 @@ def test_study_load_warns_when_a_plotted_metric_gets_fewer_than_ten_checkpoints(
 
 
 def test_the_index_lists_every_study_with_its_claims_and_verdicts(tmp_path):
-    for name, claims in (("built", [{"id": "c1", "source": "Fig. 1", "verdict": "partly", "evidence": ["p: gap +1"]}]),
+    for name, claims in (("built", [{"id": "c1", "source": "Fig. 1", "verdict": "partly", "evidence": ["p: gap +1"]},
+                                    {"id": "t1", "source": "", "ledger": "target", "verdict": "reproduced",
+                                     "evidence": []}]),
                          ("fresh", None)):
         folder = tmp_path / name
         folder.mkdir()
@@ -222,9 +162,10 @@ def test_the_index_lists_every_study_with_its_claims_and_verdicts(tmp_path):
             (folder / "index.html").write_text("")
     html, md = write_index(tmp_path)
     text = md.read_text()
-    assert "[built](built/summary.md)" in text and "| c1 | Fig. 1 | **partly** | p: gap +1 |" in text
-    assert "## fresh" in text and "| c2 | Table 2 | **not run** |" in text and "about fresh" in text
-    assert 'href="built/index.html"' in html.read_text() and "1 partly" in html.read_text()
+    assert "[built](built/summary.md)" in text and "| c1 (paper claim) | Fig. 1 | **partly** | p: gap +1 |" in text
+    assert "## fresh" in text and "| c2 (paper claim) | Table 2 | **not run** |" in text and "about fresh" in text
+    assert 'href="built/index.html"' in html.read_text()
+    assert "Paper claims: 1 partly, 1 not run. Project targets (not counted as claims): 1 reproduced." in html.read_text()
 
 
 def test_regenerate_runs_then_writes_reports_and_index_and_refuses_a_dirty_tree(tmp_path):

@@ -21,16 +21,18 @@ from svibench.executors import run_local
 from svibench.metrics import KINDS, Metric, MetricError, check_declaration, metric_table, table_from_json, table_json
 from svibench.problem import build_model
 from svibench.registry import get_registry
-from svibench.report.compare import pools, ranking, unranked
+from svibench.report.compare import pools, unranked
 from svibench.report.figures import best_known
 from svibench.report.glance import ranking_tables
-from svibench.report.settings import ReportSettings
+from svibench.report.rank import ranking
+from svibench.report.settings import ReportSettings, Target
 from svibench.results import RUN_COORDS, answers, metric_info, open_results, rankable_runs, select_runs
 from svibench.runner import execute
 from svibench.spec import Budget, Checkpoints, ProblemSpec, RunSpec
 from svibench.study import StudyError, load_study, parse_study
 from svibench.sweep import run_study
 from svibench.testing import check_algorithm
+from svibench.verdicts import Evidence
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
 BUILTIN_MODELS = sorted((name, cls) for name, (cls, source) in get_registry().models.items() if source.startswith("built-in"))
@@ -326,6 +328,11 @@ def _results(runs: list[dict]) -> xr.Dataset:
     return xr.Dataset(data, coords=coords)
 
 
+def _rank(ds: xr.Dataset):
+    """The first screen's ranking of ``ds`` on ``score`` (:func:`svibench.report.rank.ranking`)."""
+    return ranking(Evidence(ds, metric_info(ds)), Target("score"))
+
+
 def test_pooling_follows_the_problem_base_not_the_name():
     """Grid points named without the "base (k=v)" pattern pool under their base; a problem whose own name
     contains " (" is a problem of its own, never another's grid point."""
@@ -334,9 +341,9 @@ def test_pooling_follows_the_problem_base_not_the_name():
             for label, value in (("M (fast) (x=1)", 2.0), ("N", 1.0))]
     ds = _results(runs)
     assert list(pools(ds)) == ["a"] * 4 + ["a (scaled)"] * 2
-    rank = ranking(ds, "score", ReportSettings.parse({}))
+    rank = _rank(ds)
     assert set(rank["pool"]) == {"a", "a (scaled)"}
-    assert rank[rank["pool"] == "a"].set_index("label").loc["M (fast) (x=1)", "wins"] == 2
+    assert rank[rank["pool"] == "a"].set_index("label").loc["M (fast) (x=1)", "instances"] == 2
     fstar = best_known(ds, "score", False, {"a": 5.0})
     assert fstar[("a/first split", 0)] == (5.0, "reference") and fstar[("a (scaled)", 0)][1] != "reference"
 
@@ -345,15 +352,17 @@ def test_the_ranking_leaves_out_and_names_the_problems_where_the_metric_is_no_fa
     runs = [{"problem": p, "base": p, "label": lb, "seed": 0, "value": v, "rankable": p == "inpainting"}
             for p in ("inpainting", "denoising") for lb, v in (("A", 2.0), ("B", 1.0))]
     ds = _results(runs)
-    rank = ranking(ds, "score", ReportSettings.parse({}))
+    rank = _rank(ds)
     assert set(rank["pool"]) == {"inpainting"}
     assert unranked(ds, "score") == {"denoising": ["denoising"]}
-    short, _ = ranking_tables(ds, "score", ReportSettings.parse({}))
-    assert short.rows == [["denoising", "not ranked: score is no fair ranking key there"], ["inpainting", "A 1/1 › B 0/1 (Δ -1)"]]
-    assert "Not ranked: denoising," in short.note
+    short, _ = ranking_tables(rank, unranked(ds, "score"), Target("score"), 1e-3)
+    assert [row[:2] for row in short.rows] == [
+        ["inpainting", "A"], ["inpainting", "B"],
+        ["denoising", "not ranked on denoising: its model declares score no fair ranking key there"]]
     pooled = _results([dict(r, problem=f"boat ({r['problem']})", base="boat") for r in runs])  # one [[problem]], a task grid
-    short, _ = ranking_tables(pooled, "score", ReportSettings.parse({}))
-    assert short.rows == [["boat", "A 1/1 › B 0/1 (Δ -1); not ranked on boat (denoising): score is no fair ranking key there"]]
+    rank = _rank(pooled)
+    assert set(rank["pool"]) == {"boat"} and set(rank["instances"]) == {1}  # the inpainting grid point only
+    assert unranked(pooled, "score") == {"boat": ["boat (denoising)"]}
 
 
 def test_the_default_target_is_the_models_answer_and_objectives_are_the_declared_ones():

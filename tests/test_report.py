@@ -156,7 +156,8 @@ def test_report_names_every_problem_algorithm_and_metric(results, report):
     # the objective (ELBO) as suboptimality, the task metric on its own axis, a final-value strip of each, the profile
     assert {p.name for p in report.figures} == {
         "subopt-elbo-vs-time.png", "subopt-elbo-vs-epoch.png", "heldout_loglik-vs-time.png",
-        "heldout_loglik-vs-epoch.png", "final-subopt-elbo.png", "final-heldout_loglik.png", "performance-profile.png"}
+        "heldout_loglik-vs-epoch.png", "final-subopt-elbo.png", "final-heldout_loglik.png", "performance-profile.png",
+            "headline-subopt-elbo-vs-time.png"}
     for fig in report.figures:
         assert f"figures/{fig.name}" in md and fig.read_bytes().startswith(b"\x89PNG")
 

@@ -3,24 +3,29 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pandas as pd
 import xarray as xr
 
+from .. import health
 from ..metrics import Metric
 from ..results import answers, metric_info, open_results, run_files
-from ..summary import final_values
-from .claims import Claim, Verdict, evaluate_claims, parse_claims, parse_references
-from .figures import AXES, ReportFigure, best_known, curve_figure, final_figure, palette, profile_figure
+from ..verdicts import Evidence, Verdict, judge
+from .claims import Claim, parse_claims, parse_references
+from .compare import pools, unranked
+from .figures import (AXES, ReportFigure, best_known, curve_figure, final_figure, headline_styles, palette,
+                      profile_figure)
 from .frozen import Amendments, amendments, claim_tables
-from .glance import LEDGER, claim_notes, claims_table, ledger, profile_table, ranking_tables
+from .glance import LEDGER, claim_notes, claims_tables, ledger, profile_table, ranking_tables
 from .header import make_header
 from .html import Section, render_html
 from .markdown import render_markdown
 from .notes import NoteLookup, render_note
-from .settings import ReportSettings
+from .rank import headline, ranking
+from .settings import ReportSettings, Target
 from .tables import (Table, final_metrics, metrics_meaning, ok_runs, paper_comparison, recorded_metrics, runs_not_ok,
                      skipped_pairs, time_to_target)
 
@@ -51,13 +56,13 @@ def _results_written(folder: Path) -> datetime | None:
 
 
 def _study_tables(manifest: dict) -> tuple[list[Claim], dict[str, dict[str, float]], Amendments]:
-    """The study's claims, references (f* per metric and problem) and the claims amended since the runs
+    """The study's claims and targets, references (f* per metric and problem) and the claims amended since the runs
     (:func:`.frozen.amendments`), from the study text saved with the results or given with ``--study``."""
     try:
         raw = tomllib.loads(manifest.get("study_toml", ""))
     except tomllib.TOMLDecodeError:
         return [], {}, {}
-    claims = parse_claims(raw.get("claim", []), manifest.get("paper", []))
+    claims = parse_claims(raw, manifest.get("paper", []))
     references: dict[str, dict[str, float]] = {}
     for ref in parse_references(raw.get("reference", [])):
         references.setdefault(ref.metric, {})[ref.problem] = ref.value
@@ -82,13 +87,64 @@ def _figures(ok: xr.Dataset, settings: ReportSettings, info: dict[str, Metric], 
     return [f for f in figures if f is not None]
 
 
-def _ranked_metric(settings: ReportSettings, metrics: list[str], answered: list[str]) -> str | None:
-    """The first target's metric (by default the models' answer), else the first plotted one."""
+def _headline(ok: xr.Dataset, rank: pd.DataFrame, settings: ReportSettings, info: dict[str, Metric],
+              references: dict, dpi: int) -> ReportFigure | None:
+    """The first screen's figure: the first plotted metric (as suboptimality if it is an objective) against CPU time,
+    drawn for the best variant of each method only, one colour and line style per method."""
+    plotted = settings.plotted(list(info))
+    if not plotted or rank.empty or not ok.sizes["run"]:
+        return None
+    metric = plotted[0]
+    chosen = headline(rank)
+    keep = [r for r, (pool, label) in enumerate(zip(pools(ok, settings.split_panels), ok["label"].values.astype(str)))
+            if label in chosen.get(pool, {})]
+    colours, dashes = headline_styles({lb: m for labels in chosen.values() for lb, m in labels.items()})
+    subset = ok.isel(run=keep)
+    fstar = (best_known(ok, metric, info[metric].lower, references.get(metric, {}))
+             if metric in settings.objectives(plotted, list(references), info) else None)
+    fig = curve_figure(subset, metric, "time", colours, dpi=dpi, split_panels=settings.split_panels, fstar=fstar,
+                       dashes=dashes, name="headline-")
+    return fig and replace(fig, title=f"{fig.title}: the best variant of each method",
+                           caption=fig.caption + " Only each method's best variant in the ranking; every variant is "
+                                                 "in section Figures.")
+
+
+def _target(settings: ReportSettings, metrics: list[str], answered: list[str]) -> Target | None:
+    """The target the ranking races to: the study's first (by default the models' answer), else the first plotted
+    metric within 0.1%."""
     targets = settings.targets_for(metrics, answered)
     if targets:
-        return targets[0].metric
+        return targets[0]
     plotted = settings.plotted(metrics)
-    return plotted[0] if plotted else None
+    return Target(plotted[0]) if plotted else None
+
+
+def _load(results: Path, study: str | Path | None) -> tuple[xr.Dataset, dict, Path]:
+    """The results judged by the health policy, the manifest (with ``study``'s claims and report table, if given),
+    and the results folder."""
+    ds = open_results(results, skip_corrupt=True)
+    ds = health.apply(ds, metric_info(ds))
+    folder = _results_folder(results)
+    manifest_path = folder / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    if study is not None:
+        text = Path(study).read_text()
+        raw = tomllib.loads(text)
+        manifest.update(study_toml=text, paper=raw.get("paper", []), report=raw.get("report", {}))
+    return ds, manifest, folder
+
+
+def _answers(ds: xr.Dataset, manifest: dict, settings: ReportSettings, claims: list[Claim]):
+    """The verdicts, the ranking tables and the ranking itself, all read through one :class:`Evidence`."""
+    metrics = recorded_metrics(ds)
+    target = _target(settings, metrics, answers(ds))
+    ev = Evidence(ds, metric_info(ds), list(manifest.get("runs", {}).values()), manifest.get("paper", []),
+                  settings.targets_for(metrics, answers(ds)), settings.converged_tolerance)
+    verdicts = judge(claims, ev)
+    rank = ranking(ev, target, settings.split_panels) if target else pd.DataFrame()
+    tables = (ranking_tables(rank, unranked(ds, target.metric, settings.split_panels), target,
+                             settings.converged_tolerance) if target else None)
+    return ev, verdicts, rank, tables
 
 
 def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study: str | Path | None = None) -> Report:
@@ -104,40 +160,26 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     dpi : int
         Resolution of the figures.
     study : str or Path, optional
-        A study file whose ``[[claim]]``, ``[[reference]]``, ``[[paper]]`` and ``[report]`` replace those saved
-        with the results (e.g. claims written after the runs); by default the saved study is used.
+        A study file whose ``[[claim]]``, ``[[target]]``, ``[[reference]]``, ``[[paper]]`` and ``[report]`` replace
+        those saved with the results (e.g. claims written after the runs: they show as amended); by default the
+        saved study is used.
 
     Returns
     -------
     Report
         Paths written and the tables (with the numbers behind them).
     """
-    results = Path(results)
-    ds = open_results(results, skip_corrupt=True)
-    folder = _results_folder(results)
-    manifest_path = folder / "manifest.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
-    if study is not None:
-        text = Path(study).read_text()
-        raw = tomllib.loads(text)
-        manifest.update(study_toml=text, paper=raw.get("paper", []), report=raw.get("report", {}))
+    ds, manifest, folder = _load(Path(results), study)
     settings = ReportSettings.parse(manifest.get("report"))
     claims, references, amended = _study_tables(manifest)
     metrics = recorded_metrics(ds)
-    declared = metric_info(ds)
-    info = {m: declared[m] for m in metrics}
+    info = {m: metric_info(ds)[m] for m in metrics}
     colours = palette(list(map(str, ds["label"].values)))
     ok = ok_runs(ds)
     figures = _figures(ok, settings, info, references, colours, dpi) if ok.sizes["run"] else []
-
-    finals = final_values(ds)
-    verdicts = evaluate_claims(claims, finals[finals["status"] == "ok"], manifest.get("paper", []),
-                               lambda metric: declared[metric].lower)
-    ranked = _ranked_metric(settings, metrics, answers(ds))
-    rankings = ranking_tables(ds, ranked, settings) if ranked else None
-    # The first screen: the claims' verdicts (a few short rows), the ranking and the headline figure (the first
-    # plotted metric, as suboptimality if it is an objective, against time), which the Figures section repeats.
-    glance = [t for t in (claims_table(verdicts, amended), rankings[0] if rankings else None) if t] + figures[:1]
+    ev, verdicts, rank, rankings = _answers(ds, manifest, settings, claims)
+    top = _headline(ok, rank, settings, info, references, dpi)
+    glance = [*claims_tables(verdicts, amended), *([rankings[0]] if rankings else []), *([top] if top else [])]
     targets = settings.targets_for(metrics, answers(ds))
     profile = profile_table(ds, targets[0]) if targets and targets[0].metric in ds else None
     across = [profile[0], profile_figure(profile[1], colours, targets[0].metric, dpi=dpi)] if profile else []
@@ -148,30 +190,28 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     not_ok = runs_not_ok(ds, manifest)
     skipped = skipped_pairs(manifest)
     header = make_header(ds, manifest, settings, _results_written(folder))
-    sections: list[Section] = [("At a glance", glance)]
-    if figures:
-        sections.append(("Figures", list(figures)))
-    if across:
-        sections.append(("Across problems", across))
+    lookup = NoteLookup(ev, targets[0] if targets and targets[0].metric in ds else None)
+    sections: list[Section] = [("At a glance", glance), *([("Figures", figures)] if figures else []),
+                               *([("Across problems", across)] if across else [])]
     if verdicts:
-        lookup = NoteLookup.of(ds, settings)
         sections.append(("Claims", [claim_notes(verdicts, amended, lambda note: render_note(note, lookup))]))
     sections.append(("Final metrics", [*([rankings[1]] if rankings else []), *final]))
-    if reach:
-        sections.append(("Time to target", list(reach)))
-    if paper:
-        sections.append(("Paper vs this run", [paper]))
+    sections += [("Time to target", list(reach))] if reach else []
+    sections += [("Paper vs this run", [paper])] if paper else []
     sections.append(("Runs not ok", [not_ok] + ([skipped] if skipped else [])))
+    written = _write(Path(out), header, sections, figures + across[1:] + ([top] if top else []),
+                     ledger(header, manifest, verdicts, amended))
+    tables = [t for _, items in sections for t in items if isinstance(t, Table)]
+    return Report(Path(out), Path(out) / "index.html", Path(out) / "summary.md", written, tables, verdicts)
 
-    out = Path(out)
-    written = _write_figures(out / FIGURES_DIR, figures + across[1:])
-    html_path, md_path = out / "index.html", out / "summary.md"
-    html_path.write_text(render_html(header, sections), encoding="utf-8")
-    md_path.write_text(render_markdown(header, sections, FIGURES_DIR), encoding="utf-8")
-    (out / LEDGER).write_text(json.dumps(ledger(header, manifest, verdicts, amended), indent=1) + "\n",
-                              encoding="utf-8")
-    tables = [*glance, *across[:1], *(rankings[1:] if rankings else []), *final, *reach, *([paper] if paper else []), not_ok, *([skipped] if skipped else [])]
-    return Report(out, html_path, md_path, written, tables, verdicts)
+
+def _write(out: Path, header, sections: list[Section], figures: list[ReportFigure], claims: dict) -> list[Path]:
+    """Write the figures, ``index.html``, ``summary.md`` and the claims ledger into ``out``; the figure paths."""
+    written = _write_figures(out / FIGURES_DIR, figures)
+    (out / "index.html").write_text(render_html(header, sections), encoding="utf-8")
+    (out / "summary.md").write_text(render_markdown(header, sections, FIGURES_DIR), encoding="utf-8")
+    (out / LEDGER).write_text(json.dumps(claims, indent=1) + "\n", encoding="utf-8")
+    return written
 
 
 def _write_figures(fig_dir: Path, figures: list[ReportFigure]) -> list[Path]:

@@ -1,23 +1,43 @@
-"""The claims ledger: a study's ``[[claim]]`` and ``[[reference]]`` entries, and their verdicts.
+"""The claims ledger's schema: a study's ``[[claim]]``, ``[[target]]`` and ``[[reference]]`` entries.
 
-A claim is one statement of a paper, checked against this run's final values::
-
-    [[claim]]
-    id = "table1-inpainting"
-    source = "Shah et al. (2015), Table 1, inpainting column"
-    kind = "order"                  # these algorithms beat those by at least `margin`
-    metric = "psnr_fit"
-    problems = ["bpfa/boat-inpainting", "bpfa/barbara-inpainting"]   # default: every problem
-    better = ["Mimno-SVI", "Gibbs-SSVI"]
-    worse = ["MF-SVI (local_init=prior)"]
-    margin = 5.0                    # in the metric's units, in its better direction
-    note = "what was tried, and how to read the verdict"
+A ``[[claim]]`` states what a paper says, no weaker and no different; a
+``[[target]]`` has the same form but is the project's own acceptance target
+(shown apart, never counted in the tally of paper claims).  Their verdicts come
+from :mod:`svibench.verdicts`.  Kinds::
 
     [[claim]]
-    id = "table3"
-    kind = "value"                  # the [[paper]] rows with `claim = "table3"` are its numbers
-    tolerance = 0.05                # relative: |this run - paper| <= 5% of |paper|
-    comparable = false              # stand-in data or another scale: the verdict says so
+    id = "cvi-faster-than-chol"
+    source = "Khan & Lin (2017), §7"             # where the paper says it
+    kind = "faster"                  # better reach the target sooner than worse, paired by (problem, seed)
+    metric = "neg_elbo"
+    better = ["CVI"]                 # methods: every variant the study ran is a candidate
+    worse = ["Chol"]
+    target = { relative = 0.001 }    # default: the study's [report] target on this metric
+    ratio = 1.0                      # optional: worse takes ≥ ratio × better's time
+    axis = "time"                    # "time" (CPU seconds) or "epoch" (data passes); never steps
+    final = "equivalent"             # optional, when the paper also says where they end: "better", "not worse"
+                                     #   (beyond the tie) or "equivalent" (within tolerance/absolute) final values
+
+    kind = "order"        # better's value beats worse's by more than max(margin, tie) at an equal budget
+                          #   axis = "time" | "epoch" (value at the pair's common budget) | "final"
+    kind = "equivalent"   # methods = [...] reach the same value: spread ≤ tolerance (relative) or absolute
+    kind = "value"        # the [[paper]] rows with claim = id, within `tolerance` (relative); needs
+                          #   comparable = true|false and comparable_why = "..."; a row with
+                          #   versus = "label" gives the paired difference algorithm − versus
+    kind = "trend"        # method's value improves (shape = "improving") or worsens along the grid
+                          #   parameter `setting`, optionally with diminishing steps (diminishing = true)
+
+Shared keys: ``problems`` (default: every problem; a name pools its grid points,
+e.g. its random splits), ``tie`` (relative tolerance under which two values or
+times are a tie; default: the study's target tolerance on that metric, else
+1e-3), ``at_budget`` (true when the paper's statement is at a budget; else a
+claim on an unconverged run is inconclusive), ``variants`` (``{ method =
+["label", ...] }``: only these variants of a method, with ``variants_why``
+saying why, e.g. "the paper's settings"), ``not_run`` (why the study cannot run
+the experiment yet: the verdict is *not run*, and the names it uses are not
+checked), ``note``.  A name in
+``better``/``worse``/``methods`` is a method (every variant) or one exact run
+label, which is a declared variant and so needs ``variants_why``.
 
 A ``[[reference]]`` gives a problem's best known value of a metric (f*), with
 how it was obtained; the suboptimality figures measure distance to it::
@@ -27,54 +47,67 @@ how it was obtained; the suboptimality figures measure distance to it::
     metric = "neg_elbo"
     value = 1234.5
     how = "Chol (L-BFGS on the exact ELBO) run to convergence, 200 s"
-
-Problems and algorithms are matched as the paper table does: a name also
-matches the problems (labels) it is the base of, e.g. ``logreg/australian``
-pools ``logreg/australian (split=0)``, …, and ``MF-SVI`` matches
-``MF-SVI (local_init=prior)``.  Verdicts: *reproduced* (holds on every problem
-it covers), *partly* (on some), *not reproduced* (on none), *not comparable*
-(declared with ``comparable = false``; the evidence is still shown) and *not
-run* (no ok run of the algorithms it names on its problems).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pandas as pd
+from .settings import ReportError, Target, parse_target
 
-from .settings import ReportError
+__all__ = ["Claim", "Reference", "KINDS", "LEDGERS", "parse_claims", "parse_references", "check_names"]
 
-__all__ = ["Claim", "Reference", "Verdict", "VERDICTS", "matches", "parse_claims", "parse_references",
-           "evaluate_claims"]
-
-CLAIM_KEYS = ("id", "source", "kind", "metric", "problems", "better", "worse", "margin", "tolerance", "comparable", "note")
+KINDS = ("order", "faster", "equivalent", "value", "trend")
+LEDGERS = {"claim": "[[claim]]", "target": "[[target]]"}
+AXES = ("time", "epoch", "final")
+SHAPES = ("improving", "worsening")
+FINALS = ("any", "better", "not worse", "equivalent")
+COMMON_KEYS = ("id", "source", "kind", "problems", "tie", "at_budget", "variants", "variants_why", "not_run", "note")
+KIND_KEYS = {
+    "order": ("metric", "better", "worse", "margin", "axis"),
+    "faster": ("metric", "better", "worse", "target", "ratio", "axis", "final", "tolerance", "absolute"),
+    "equivalent": ("metric", "methods", "tolerance", "absolute", "axis"),
+    "value": ("tolerance", "comparable", "comparable_why"),
+    "trend": ("metric", "method", "setting", "shape", "diminishing"),
+}
+REQUIRED = {"order": ("metric", "better", "worse"), "faster": ("metric", "better", "worse"),
+            "equivalent": ("metric", "methods"), "value": ("comparable", "comparable_why"),
+            "trend": ("metric", "method", "setting", "shape")}
 REFERENCE_KEYS = ("problem", "metric", "value", "how")
-KINDS = ("value", "order")
-VERDICTS = ("reproduced", "partly", "not reproduced", "not comparable", "not run")
-
-
-def matches(name: str, wanted: str) -> bool:
-    """``name`` is ``wanted`` or a grid point of it (``wanted (k=v, …)``)."""
-    return name == wanted or name.startswith(wanted + " (")
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One checked statement of a paper (see the module docstring)."""
+    """One checked statement (see the module docstring); ``ledger`` is "claim" (a paper's) or "target" (ours)."""
 
     id: str
     source: str
     kind: str
-    metric: str
+    metric: str = ""
     problems: tuple[str, ...] = ()
     better: tuple[str, ...] = ()
     worse: tuple[str, ...] = ()
+    methods: tuple[str, ...] = ()
     margin: float = 0.0
-    tolerance: float = 0.05
+    tolerance: float | None = None
+    absolute: float | None = None
+    target: Target | None = None
+    ratio: float = 1.0
+    axis: str = "final"
+    tie: float | None = None
+    at_budget: bool = False
+    variants: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    variants_why: str = ""
     comparable: bool = True
+    comparable_why: str = ""
+    setting: str = ""
+    shape: str = ""
+    diminishing: bool = False
+    final: str = "any"
+    not_run: str = ""
     note: str = ""
+    ledger: str = "claim"
+    #: A trend claim's one method is ``methods[0]``.
 
 
 @dataclass(frozen=True)
@@ -85,29 +118,6 @@ class Reference:
     metric: str
     value: float
     how: str
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A claim's verdict, with the measured evidence per problem as text and numbers."""
-
-    claim: Claim
-    verdict: str
-    evidence: list[str]
-    data: pd.DataFrame
-
-    def summary(self) -> str:
-        """The evidence in one line: on how many problems (value rows) the claim holds, and the range measured."""
-        done = self.data[self.data["holds"].notna()] if len(self.data) else self.data
-        if done.empty:
-            return "no ok run of the algorithms it names"
-        held = int(done["holds"].astype(bool).sum())
-        if self.claim.kind == "order":
-            return (f"holds on {held} of {len(done)} problems; gap {done['gap'].min():+.3g} to {done['gap'].max():+.3g} "
-                    f"(needs ≥ {self.claim.margin:g} {self.claim.metric})")
-        rel = 100 * (done["mean"] - done["paper"]) / done["paper"].abs()
-        return (f"{held} of {len(done)} values within {100 * self.claim.tolerance:g}% of the paper's; "
-                f"this run − paper: {rel.min():+.3g}% to {rel.max():+.3g}%")
 
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:
@@ -124,40 +134,110 @@ def _number(value: Any, where: str, minimum: float | None = 0.0) -> float:
     return float(value)
 
 
-def _claim(table: Any, i: int) -> Claim:
-    where = f"[[claim]] #{i + 1}"
+def _text(table: dict, key: str, where: str, required: bool = False) -> str:
+    value = table.get(key, "")
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise ReportError(f"{where} {key}: expected a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def _flag(table: dict, key: str, where: str, default: bool = False) -> bool:
+    value = table.get(key, default)
+    if not isinstance(value, bool):
+        raise ReportError(f"{where} {key}: expected true or false, got {value!r}")
+    return value
+
+
+def _check_shape(table: Any, where: str) -> str:
+    """The claim's kind, after checking its keys: known kind, no unknown or missing key."""
     if not isinstance(table, dict):
         raise ReportError(f"{where}: expected a table, got {table!r}")
-    unknown = sorted(set(table) - set(CLAIM_KEYS))
+    kind = table.get("kind")
+    if kind not in KINDS:
+        raise ReportError(f"{where} kind: unknown claim kind {kind!r}; use one of {', '.join(KINDS)}")
+    allowed = COMMON_KEYS + KIND_KEYS[kind]
+    unknown = sorted(set(table) - set(allowed))
     if unknown:
-        raise ReportError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(CLAIM_KEYS)}")
-    for key in ("id", "source", "metric") if table.get("kind") == "order" else ("id", "source"):
-        if not isinstance(table.get(key), str) or not table[key]:
-            raise ReportError(f"{where} {key}: expected a non-empty string, got {table.get(key)!r}")
-    if table.get("kind") not in KINDS:
-        raise ReportError(f"{where} kind: expected one of {', '.join(KINDS)}, got {table.get('kind')!r}")
-    order = table["kind"] == "order"
-    if order and not (table.get("better") and table.get("worse")):
-        raise ReportError(f"{where} ({table['id']}): an order claim names `better` and `worse` algorithms")
-    if not isinstance(table.get("comparable", True), bool):
-        raise ReportError(f"{where} comparable: expected true or false, got {table['comparable']!r}")
+        raise ReportError(f"{where}: unknown key {unknown[0]!r} for a {kind} claim; valid keys: {', '.join(allowed)}")
+    missing = [k for k in REQUIRED[kind] if k not in table]
+    if missing:
+        raise ReportError(f"{where} ({table.get('id', '?')}): a {kind} claim needs {', '.join(map(repr, missing))}")
+    return kind
+
+
+def _variants(table: dict, where: str) -> dict[str, tuple[str, ...]]:
+    raw = table.get("variants", {})
+    if not isinstance(raw, dict):
+        raise ReportError(f"{where} variants: expected a table method = [labels], got {raw!r}")
+    out = {method: _strings(labels, f"{where} variants.{method}") for method, labels in raw.items()}
+    if out and not _text(table, "variants_why", where):
+        raise ReportError(f"{where} variants: say why only these variants count, in variants_why")
+    return out
+
+
+def _kind_fields(kind: str, table: dict, where: str) -> dict[str, Any]:
+    """The kind-specific fields of a :class:`Claim`, checked."""
+    out: dict[str, Any] = {"metric": _text(table, "metric", where, kind != "value")}
+    if kind in ("order", "faster"):
+        out.update(better=_strings(table["better"], f"{where} better"), worse=_strings(table["worse"], f"{where} worse"))
+        if "margin" in table and _number(table["margin"], f"{where} margin", None) < 0:
+            raise ReportError(f"{where} margin: {table['margin']!r} is negative; a tie or a loss must never pass "
+                              "as a win (use kind = \"equivalent\" for 'about the same')")
+        out["margin"] = _number(table.get("margin", 0.0), f"{where} margin")
+    if kind == "faster":
+        out["target"] = parse_target({"metric": out["metric"], **table["target"]}, where) if "target" in table else None
+        out["ratio"] = _number(table.get("ratio", 1.0), f"{where} ratio", 1.0)
+        out["final"] = table.get("final", "any")
+        if out["final"] not in FINALS:
+            raise ReportError(f"{where} final: expected one of {', '.join(FINALS)}, got {out['final']!r}")
+    if kind == "equivalent":
+        out["methods"] = _strings(table["methods"], f"{where} methods")
+    if (kind == "equivalent" or out.get("final") == "equivalent") and ("tolerance" in table) == ("absolute" in table):
+        raise ReportError(f"{where}: an equivalence gives one of tolerance (relative) or absolute")
+    if kind == "trend":
+        out["methods"] = (_text(table, "method", where, True),)
+        out.update(setting=_text(table, "setting", where, True), diminishing=_flag(table, "diminishing", where))
+        if table["shape"] not in SHAPES:
+            raise ReportError(f"{where} shape: expected one of {', '.join(SHAPES)}, got {table['shape']!r}")
+        out["shape"] = table["shape"]
+    if kind == "value":
+        out.update(comparable=_flag(table, "comparable", where), comparable_why=_text(table, "comparable_why", where, True))
+    for key in ("tolerance", "absolute"):
+        if key in table:
+            out[key] = _number(table[key], f"{where} {key}")
+    if kind == "value":
+        out["tolerance"] = out.get("tolerance", 0.05)
+    return out
+
+
+def _claim(table: Any, where: str, ledger: str) -> Claim:
+    kind = _check_shape(table, where)
+    axis = table.get("axis", "time" if kind == "faster" else "final")
+    if axis not in (AXES[:2] if kind == "faster" else AXES):
+        raise ReportError(f"{where} axis: expected one of {', '.join(AXES[:2] if kind == 'faster' else AXES)}, got {axis!r}")
     return Claim(
-        table["id"], table["source"], table["kind"], str(table.get("metric", "")),
-        _strings(table.get("problems", []), f"{where} problems"), _strings(table.get("better", []), f"{where} better"),
-        _strings(table.get("worse", []), f"{where} worse"), _number(table.get("margin", 0.0), f"{where} margin", None),
-        _number(table.get("tolerance", 0.05), f"{where} tolerance"), table.get("comparable", True),
-        str(table.get("note", "")).strip(),
+        id=_text(table, "id", where, True), source=_text(table, "source", where, ledger == "claim"), kind=kind,
+        problems=_strings(table.get("problems", []), f"{where} problems"), axis=axis,
+        tie=_number(table["tie"], f"{where} tie") if "tie" in table else None,
+        at_budget=_flag(table, "at_budget", where), variants=_variants(table, where),
+        variants_why=_text(table, "variants_why", where), not_run=_text(table, "not_run", where),
+        note=_text(table, "note", where), ledger=ledger,
+        **_kind_fields(kind, table, where),
     )
 
 
-def parse_claims(rows: Any, paper: list[dict[str, Any]]) -> list[Claim]:
-    """``[[claim]]`` entries, checked for shape; a value claim needs ``[[paper]]`` rows linked to it."""
-    if not isinstance(rows, list):
-        raise ReportError(f"[[claim]]: expected an array of tables, got {rows!r}")
-    claims = [_claim(row, i) for i, row in enumerate(rows)]
+def parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]]) -> list[Claim]:
+    """A study's ``[[claim]]`` and ``[[target]]`` entries, checked for shape; a value claim needs linked [[paper]] rows."""
+    claims = []
+    for ledger, section in LEDGERS.items():
+        rows = raw.get(ledger, [])
+        if not isinstance(rows, list):
+            raise ReportError(f"{section}: expected an array of tables, got {rows!r}")
+        claims += [_claim(row, f"{section} #{i + 1}", ledger) for i, row in enumerate(rows)]
     ids = [c.id for c in claims]
     if len(set(ids)) != len(ids):
-        raise ReportError(f"[[claim]]: two claims have the id {next(i for i in ids if ids.count(i) > 1)!r}; ids must be unique")
+        raise ReportError(f"[[claim]]/[[target]]: two entries have the id {next(i for i in ids if ids.count(i) > 1)!r}; "
+                          "ids must be unique")
     linked = {row.get("claim") for row in paper}
     for claim in claims:
         if claim.kind == "value" and claim.id not in linked:
@@ -184,95 +264,34 @@ def parse_references(rows: Any) -> list[Reference]:
     return out
 
 
-def check_names(claims: list[Claim], references: list[Reference], problems: list[str], labels: list[str],
-                metrics: set[str]) -> None:
-    """Every problem, algorithm and metric a claim or reference names exists in the study (else ReportError):
-    ``problems`` are the study's problems and problem bases, ``labels`` its labels and methods."""
-    def known(names: tuple[str, ...], pool: list[str], what: str, where: str) -> None:
-        for name in names:
-            if name not in pool:
-                raise ReportError(f"{where}: no {what} of the study is {name!r}; use one of {', '.join(sorted(set(pool)))}")
+def check_names(claims: list[Claim], references: list[Reference], problems: dict[str, str],
+                runs: dict[str, str], metrics: set[str]) -> None:
+    """Every problem, method, label and metric a claim or reference names exists in the study (else ReportError).
 
-    for c in claims:
-        where = f"[[claim]] {c.id!r}"
-        known(c.problems, problems, "problem", f"{where} problems")
-        known(c.better + c.worse, labels, "algorithm label", f"{where}")
+    ``problems`` maps each problem name to its base name (the ``[[problem]]`` it expands from), ``runs`` each run
+    label to its method.  A label that is not a method is a declared variant and needs ``variants_why``.
+    """
+    pools = set(problems) | set(problems.values())
+    methods = set(runs.values())
+    for c in (c for c in claims if not c.not_run):
+        where = f"[[{c.ledger}]] {c.id!r}"
+        for name in c.problems:
+            if name not in pools:
+                raise ReportError(f"{where} problems: no problem of the study is {name!r}; use one of {', '.join(sorted(pools))}")
+        for name in c.better + c.worse + c.methods + tuple(c.variants):
+            if name not in methods and name not in runs:
+                raise ReportError(f"{where}: the study runs no method or label {name!r}; methods: {', '.join(sorted(methods))}")
+            if name not in methods and not c.variants_why:
+                raise ReportError(f"{where}: {name!r} is one variant of {runs[name]!r}; name the method, or say why only "
+                                  "this variant counts in variants_why")
+        for method, labels in c.variants.items():
+            bad = [lb for lb in labels if runs.get(lb) != method]
+            if bad:
+                raise ReportError(f"{where} variants.{method}: {bad[0]!r} is not a run label of method {method!r}")
         if c.metric and c.metric not in metrics:
             raise ReportError(f"{where} metric: no model of the study reports {c.metric!r}; use one of {', '.join(sorted(metrics))}")
     for r in references:
-        known((r.problem,), problems, "problem", "[[reference]]")
+        if r.problem not in pools:
+            raise ReportError(f"[[reference]] problem: no problem of the study is {r.problem!r}")
         if r.metric not in metrics:
             raise ReportError(f"[[reference]] metric: no model of the study reports {r.metric!r}; use one of {', '.join(sorted(metrics))}")
-
-
-def _verdict(claim: Claim, holds: list[bool | None]) -> str:
-    done = [h for h in holds if h is not None]
-    if not done:
-        return "not run"
-    if not claim.comparable:
-        return "not comparable"
-    if all(done) and len(done) == len(holds):
-        return "reproduced"
-    return "partly" if any(done) else "not reproduced"
-
-
-def _labels(finals: pd.DataFrame, wanted: str) -> list[str]:
-    """The labels ``wanted`` names: itself if a run has that exact label, else its grid points."""
-    labels = sorted(set(finals["label"]))
-    return [wanted] if wanted in labels else [lb for lb in labels if matches(lb, wanted)]
-
-
-def _mean(finals: pd.DataFrame, problem: str, label: str, metric: str) -> float:
-    """Mean final ``metric`` of ``label``'s runs on ``problem`` (pooled over its grid points, e.g. splits)."""
-    at = finals["problem"].map(lambda p: matches(p, problem)) & (finals["label"] == label)
-    values = finals.loc[at, metric].dropna() if metric in finals else pd.Series(dtype=float)
-    return float(values.mean()) if len(values) else np.nan
-
-
-def _side(finals: pd.DataFrame, problem: str, names: tuple[str, ...], metric: str, sign: float) -> list[float]:
-    """Signed means (higher = better) of every label the names select; NaN for a name with no run here."""
-    out = []
-    for name in names:
-        labels = _labels(finals, name)
-        out += [sign * _mean(finals, problem, lb, metric) for lb in labels] if labels else [np.nan]
-    return out
-
-
-def _order(claim: Claim, finals: pd.DataFrame, problems: list[str], lower: bool) -> Verdict:
-    """Per problem: the worst of ``better`` against the best of ``worse``; gap in the better direction."""
-    sign = -1.0 if lower else 1.0
-    records, evidence = [], []
-    for problem in claim.problems or problems:
-        b = _side(finals, problem, claim.better, claim.metric, sign)
-        w = _side(finals, problem, claim.worse, claim.metric, sign)
-        gap = min(b) - max(w) if not (np.isnan(b).any() or np.isnan(w).any()) else np.nan
-        holds = None if np.isnan(gap) else bool(gap >= claim.margin)
-        records.append({"problem": problem, "gap": gap, "margin": claim.margin, "holds": holds})
-        evidence.append(f"{problem}: not run" if holds is None
-                        else f"{problem}: gap {gap:+.3g} {'✓' if holds else '✗'} (needs ≥ {claim.margin:g})")
-    return Verdict(claim, _verdict(claim, [r["holds"] for r in records]), evidence, pd.DataFrame(records))
-
-
-def _value(claim: Claim, finals: pd.DataFrame, paper: list[dict[str, Any]]) -> Verdict:
-    """Per linked [[paper]] row and label it names: |this run − paper| ≤ tolerance × |paper|."""
-    records, evidence = [], []
-    for row in (r for r in paper if r.get("claim") == claim.id):
-        published = float(row["value"])
-        for label in _labels(finals, row["algorithm"]) or [row["algorithm"]]:
-            mean = _mean(finals, row["problem"], label, row["metric"])
-            rel = abs(mean - published) / abs(published) if published else abs(mean)
-            holds = None if np.isnan(mean) else bool(rel <= claim.tolerance)
-            records.append({"problem": row["problem"], "algorithm": label, "metric": row["metric"],
-                            "paper": published, "mean": mean, "relative": rel, "holds": holds})
-            evidence.append(f"{row['problem']} {label}: " + ("not run" if holds is None else
-                            f"{mean:.4g} vs {published:.4g} ({100 * (mean - published) / abs(published or 1):+.2g}%) "
-                            + ("✓" if holds else "✗")))
-    return Verdict(claim, _verdict(claim, [r["holds"] for r in records]), evidence, pd.DataFrame(records))
-
-
-def evaluate_claims(claims: list[Claim], finals: pd.DataFrame, paper: list[dict[str, Any]],
-                    lower_is_better) -> list[Verdict]:
-    """Each claim's verdict from ``finals`` (one row per ok run: problem, label, metrics)."""
-    problems = sorted(set(finals["problem_base"])) if len(finals) else []
-    return [_order(c, finals, problems, lower_is_better(c.metric)) if c.kind == "order" else _value(c, finals, paper)
-            for c in claims]

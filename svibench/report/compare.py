@@ -1,15 +1,13 @@
-"""Paired comparisons: which algorithm wins, by how much, how fast, and whether it had finished.
+"""Paired comparisons' building blocks: pools, final values per run, which runs are unranked, the performance profile,
+and whether a run had finished.
 
 - **Pairing.** Runs with the same problem and seed saw the same data and
   start, so they are compared as pairs; the grid points of a ``[[problem]]``
   (e.g. its random splits) are pooled under the problem base each run records
   (``problem_base``, e.g. ``logreg/a1a``) unless ``[report] split_panels = true``.
-- **Ranking.** Per pooled problem: how many pairs each algorithm wins (best
-  final value of the ranked metric among the algorithms run on that pair),
-  and its median paired difference to the leader; which way is better is the
-  metric's declared direction, and runs whose model declares the metric no
-  fair ranking key on their data (:func:`svibench.results.rankable_runs`) are
-  left out (:func:`unranked` names their pools).
+- **Ranking** (:mod:`.rank`) leaves out runs whose model declares the ranked
+  metric no fair ranking key on their data
+  (:func:`svibench.results.rankable_runs`); :func:`unranked` names their pools.
 - **Performance profile** (Dolan & Moré 2002, Math. Program. 91:201): over
   the instances (problem, seed), the fraction on which an algorithm reaches
   the target within τ × the fastest algorithm's time on that instance.
@@ -22,18 +20,13 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..results import metric_info, rankable_runs
-from .fmt import DASH, number
-from .settings import ReportSettings
+from ..results import rankable_runs
 
-__all__ = ["TIE", "summary_line", "pools", "pairs", "ranking", "unranked", "profile_ratios", "performance_profile",
-           "ranking_rows", "unconverged", "TAUS", "LAST_FRACTION"]
+__all__ = ["pools", "pairs", "unranked", "profile_ratios", "performance_profile", "unconverged", "TAUS",
+           "LAST_FRACTION"]
 
 TAUS = (1.0, 2.0, 4.0, 10.0)
 LAST_FRACTION = 0.1
-#: Final values within this fraction of the best (relative) tie for the win: two methods at the same optimum
-#: differ only by rounding.
-TIE = 1e-6
 
 
 def pools(ds: xr.Dataset, split_panels: bool = False) -> np.ndarray:
@@ -80,38 +73,6 @@ def pairs(ds: xr.Dataset, metric: str, split_panels: bool = False) -> pd.DataFra
     return pd.DataFrame(rows, columns=["run", "pool", "problem", "seed", "label", "value"])
 
 
-def ranking(ds: xr.Dataset, metric: str, settings: ReportSettings) -> pd.DataFrame:
-    """Per pool and algorithm: wins over the pairs, the median final value and the median paired
-    difference to the pool's leader (the algorithm with most wins; ties: better median).
-
-    Columns: pool, label, wins, median, median_diff, unconverged (runs), runs, leader; sorted by
-    pool, then wins (desc), then median (best first).  Runs on which ``metric`` is no fair ranking key are
-    left out (:func:`unranked`).
-    """
-    lower = metric_info(ds)[metric].lower
-    df = pairs(ds, metric, settings.split_panels).dropna(subset=["value"])
-    df = df[rankable_runs(ds, metric)[df["run"].to_numpy(dtype=int)]]
-    df = df.assign(unconverged=unconverged(ds, metric, settings.converged_tolerance)[df["run"].to_numpy(dtype=int)])
-    out = []
-    for pool, group in df.groupby("pool", sort=True):
-        signed = group.assign(score=-group["value"] if lower else group["value"])
-        top = signed.groupby(["problem", "seed"])["score"].transform("max")
-        wins = signed.loc[signed["score"] >= top - TIE * top.abs(), "label"].value_counts()
-        stats = signed.groupby("label").agg(median=("value", "median"), runs=("value", "size"),
-                                            score=("score", "median"), unconverged=("unconverged", "sum"))
-        stats["wins"] = wins.reindex(stats.index).fillna(0).astype(int)
-        stats = stats.sort_values(["wins", "score"], ascending=False)
-        leader = stats.index[0]
-        lead = signed[signed["label"] == leader].set_index(["problem", "seed"])["value"]
-        for label, rec in stats.iterrows():
-            mine = signed[signed["label"] == label].set_index(["problem", "seed"])["value"]
-            diff = (mine - lead.reindex(mine.index)).dropna()
-            out.append({"pool": pool, "label": label, "wins": int(rec["wins"]),
-                        "median": float(rec["median"]), "median_diff": float(diff.median()) if len(diff) else np.nan,
-                        "unconverged": int(rec["unconverged"]), "runs": int(rec["runs"]), "leader": leader})
-    return pd.DataFrame(out)
-
-
 def unranked(ds: xr.Dataset, metric: str, split_panels: bool = False) -> dict[str, list[str]]:
     """Pool → its problems with an ok run whose model declares ``metric`` no fair ranking key on its data (e.g.
     ``psnr_fit`` on a denoising problem: a fit to the noisy pixels): the runs :func:`ranking` leaves out."""
@@ -142,35 +103,3 @@ def performance_profile(ratios: pd.DataFrame, taus: tuple[float, ...] = TAUS) ->
     columns = {tau: (ratios <= tau * (1 + 1e-12)).mean(axis=0) for tau in taus}
     columns["solved"] = np.isfinite(ratios).mean(axis=0)
     return pd.DataFrame(columns, index=ratios.columns).rename_axis("label")
-
-
-def summary_line(group: pd.DataFrame, top: int | None = None) -> str:
-    """One pool's ranking as one line, best first: ``A 3/5 › B 2/5 (Δ +0.1) › C 0/5 (Δ +2, † 4/5)``.
-
-    With ``top``, only the first ``top`` algorithms, then ``› … k more`` (the first screen of a report
-    must hold every problem's line; the detailed ranking lists the rest).
-    """
-    parts = []
-    for rec in group.itertuples():
-        extra = [] if rec.label == rec.leader or np.isnan(rec.median_diff) else [_delta(rec.median_diff, rec.median)]
-        extra += [f"† {rec.unconverged}/{rec.runs}"] if rec.unconverged else []
-        parts.append(f"{rec.label} {rec.wins}/{rec.runs}" + (f" ({', '.join(extra)})" if extra else ""))
-    if top is not None and len(parts) > top:
-        parts = parts[:top] + [f"… {len(parts) - top} more"]
-    return " › ".join(parts)
-
-
-def _delta(diff: float, value: float) -> str:
-    """A paired difference as text; ``Δ ≈ 0`` within the tie tolerance."""
-    return "Δ ≈ 0" if abs(diff) <= TIE * abs(value) else f"Δ {diff:+.3g}"
-
-
-def ranking_rows(rank: pd.DataFrame, metric: str, lower: bool) -> list[list[str]]:
-    """Table cells of :func:`ranking`."""
-    rows = []
-    for _, rec in rank.iterrows():
-        diff = (DASH if rec["label"] == rec["leader"] or np.isnan(rec["median_diff"])
-                else _delta(rec["median_diff"], rec["median"]).removeprefix("Δ "))
-        flag = f"{rec['unconverged']}/{rec['runs']}" if rec["unconverged"] else ""
-        rows.append([rec["pool"], rec["label"], f"{rec['wins']}/{rec['runs']}", number(rec["median"], 5), diff, flag])
-    return rows

@@ -25,7 +25,7 @@ from matplotlib.lines import Line2D
 from .compare import pairs, performance_profile, pools
 
 __all__ = ["ReportFigure", "palette", "resample", "best_known", "suboptimality", "curve_figure", "final_figure",
-           "profile_figure", "GRID_POINTS", "LOG_DECADES", "FLOOR"]
+           "profile_figure", "headline_styles", "GRID_POINTS", "LOG_DECADES", "FLOOR"]
 
 GRID_POINTS = 60
 LOG_DECADES = 2.0
@@ -111,10 +111,12 @@ def _ylim(df: pd.DataFrame) -> tuple[float, float] | None:
 
 
 def _panel(ax, df: pd.DataFrame, log: bool, colours: dict, problem: str, metric: str, axis: str,
-           subopt: bool = False) -> None:
+           subopt: bool = False, dashes: dict | None = None) -> None:
     labels = [lb for lb in colours if lb in set(df["label"])]
+    style = dict(style="label", style_order=labels, dashes={lb: dashes[lb] for lb in labels}) if dashes else {}
     sns.lineplot(data=df, x="x", y="value", hue="label", hue_order=labels, palette=colours,
-                 estimator="median" if subopt else "mean", errorbar=("pi", 100) if subopt else "sd", ax=ax, legend=False)
+                 estimator="median" if subopt else "mean", errorbar=("pi", 100) if subopt else "sd", ax=ax, legend=False,
+                 **style)
     if log:
         ax.set_xscale("log")
     if subopt:
@@ -188,18 +190,37 @@ def _grid_figure(n: int) -> tuple[Figure, np.ndarray]:
     return fig, axes
 
 
-def _legend(fig: Figure, colours: dict, used: set[str]) -> None:
-    handles = [Line2D([], [], color=colours[lb], linewidth=2, marker="o") for lb in colours if lb in used]
+def _legend(fig: Figure, colours: dict, used: set[str], dashes: dict | None = None) -> None:
+    handles = [Line2D([], [], color=colours[lb], linewidth=2, dashes=(dashes or {}).get(lb, ()) or (None, None))
+               for lb in colours if lb in used]
     fig.legend(handles, [lb for lb in colours if lb in used], loc="outside right upper", frameon=False)
 
 
+#: Line dash patterns, one per method (with a distinct colour each): solid first.
+DASHES = ((), (6, 2), (2, 1.5), (6, 2, 1.5, 2), (10, 3), (3, 3, 1, 3, 1, 3))
+
+
+def headline_styles(methods: dict[str, str]) -> tuple[dict[str, tuple], dict[str, tuple]]:
+    """Colours and dash patterns for the headline figure, from label → method: every method its own colour (the
+    colour-blind-safe tab10 while there are ≤ 10) and, cycling with it, its own dash pattern, so that two methods are
+    told apart by colour and by line style."""
+    order = sorted(set(methods.values()))
+    colours = sns.color_palette("tab10" if len(order) <= 10 else "husl", len(order))
+    by_method = {m: (colours[i], DASHES[i % len(DASHES)]) for i, m in enumerate(order)}
+    return ({lb: by_method[m][0] for lb, m in sorted(methods.items())},
+            {lb: by_method[m][1] for lb, m in sorted(methods.items())})
+
+
 def curve_figure(ds: xr.Dataset, metric: str, axis: str, colours: dict, *, dpi: int = 100, split_panels: bool = False,
-                 fstar: dict[tuple[str, int], tuple[float, str]] | None = None) -> ReportFigure | None:
+                 fstar: dict[tuple[str, int], tuple[float, str]] | None = None, dashes: dict | None = None,
+                 name: str = "") -> ReportFigure | None:
     """``metric`` of ``ds`` (ok runs) against ``axis``, one panel per pooled problem.
 
     With ``fstar`` the curve is the suboptimality |f − f*| / |f*| on a log axis
     (median over splits × seeds, band: their range); without, the metric itself
-    (mean, band: ± 1 sd) on an axis fitted to the converging part.
+    (mean, band: ± 1 sd) on an axis fitted to the converging part.  ``dashes``
+    (label → dash pattern) draws each label in its own line style; ``name``
+    prefixes the file name (e.g. ``headline-``).
     """
     data = suboptimality(ds, metric, fstar) if fstar is not None else ds
     panels = [(pool, *resample(sub, metric, axis)) for pool, sub in _pools(data, split_panels)]
@@ -209,15 +230,15 @@ def curve_figure(ds: xr.Dataset, metric: str, axis: str, colours: dict, *, dpi: 
     fig, axes = _grid_figure(len(panels))
     used = set()
     for ax, (pool, df, log) in zip(axes, panels):
-        _panel(ax, df, log, colours, pool, metric, axis, subopt=fstar is not None)
+        _panel(ax, df, log, colours, pool, metric, axis, subopt=fstar is not None, dashes=dashes)
         used |= set(df["label"])
-    _legend(fig, colours, used)
+    _legend(fig, colours, used, dashes)
     sources = sorted({how for _, how in (fstar or {}).values()})
     what = (f"Suboptimality |f − f*| / |f*| of {metric} (log scale; f*: {' / '.join(sources)}): median over "
             "splits × seeds (line) and their range (band)" if fstar is not None
             else f"{metric}: mean over splits × seeds (line) ± 1 sd (band)")
     return ReportFigure(
-        f"{'subopt-' if fstar is not None else ''}{_slug(metric)}-vs-{axis}",
+        f"{name}{'subopt-' if fstar is not None else ''}{_slug(metric)}-vs-{axis}",
         f"{'Suboptimality of ' if fstar is not None else ''}{metric} against {AXES[axis]}",
         f"{what} of ok runs, interpolated onto a common {'log-spaced ' if any(p[2] for p in panels) else ''}grid of "
         f"{GRID_POINTS} points; a run is not extended past its last checkpoint.",

@@ -1,5 +1,5 @@
-"""The report's first screen: the claims with their verdicts and the ranking (beside the headline figure), and the
-performance profile.
+"""The report's first screen: the paper claims with their verdicts, the project's targets apart, and the ranking
+(beside the headline figure); and the performance profile.
 
 Also the claims ledger written beside each report (``claims.json``), which the
 index of all reports reads.
@@ -8,93 +8,129 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .claims import Verdict
-from ..results import metric_info
-from .compare import TAUS, TIE, performance_profile, profile_ratios, ranking, ranking_rows, summary_line, unranked
+from ..verdicts import RULE, Verdict
+from .claims import Claim
+from .compare import TAUS, performance_profile, profile_ratios
+from .fmt import DASH, number
 from .frozen import AMENDED, UNKNOWN, Amendments, describe_change
 from .header import Header
-from .settings import ReportSettings, Target
+from .settings import Target
 from .tables import Prose, Table, reach_records
 
-__all__ = ["ranking_tables", "claims_table", "claim_notes", "profile_table", "ledger", "LEDGER"]
+__all__ = ["ranking_tables", "claims_tables", "claim_notes", "profile_table", "ledger", "LEDGER"]
 
 LEDGER = "claims.json"
 
-
-#: Algorithms per problem in the first screen's ranking line (the detailed ranking has them all).
+#: Algorithms per problem in the first screen's ranking (the detailed ranking has them all).
 GLANCE_TOP = 3
 
-PAIRING = ("Best first. Runs with the same problem and seed are a pair (same data and start); random splits are pooled. "
-           "k/n: best (within {tie:g}, relative) in k of its n pairs; Δ: median paired difference to the leader; "
-           "† k/n: k runs unconverged (still moving > {tol:g} over the last 10% of checkpoints).")
+RANKING_NOTE = ("Best first: ranked by median CPU time to the target ({target}) over the instances (problem × seed; "
+                "random splits pooled), a run that is not ok or never gets there counting as never. first k/n: on k of "
+                "its n instances it reached the target strictly before every other algorithm, at the checkpoints' "
+                "resolution; = j: tied for first on j (the checkpoints cannot tell them apart). Final: median final "
+                "value; vs leader: median paired difference to the leader's final value, a tie when within the "
+                "target's tolerance. † k: k runs unconverged (still moving > {tol:g} over the last 10% of checkpoints).")
 
 
-def ranking_tables(ds: xr.Dataset, metric: str, settings: ReportSettings) -> tuple[Table, Table] | None:
-    """The ranking on the final ``metric`` (see :func:`.compare.ranking`): one line per pooled problem for the first
-    screen (and one saying so per pool where ``metric`` is no fair ranking key), and one row per (problem, algorithm)
-    in detail."""
-    rank = ranking(ds, metric, settings)
-    skipped = unranked(ds, metric, settings.split_panels)
-    if rank.empty and not skipped:
+def _health(rec) -> str:
+    parts = [f"{rec.ok}/{rec.ok + rec.diverged + rec.other} ok"]
+    parts += [f"{rec.diverged} diverged"] if rec.diverged else []
+    parts += [f"{rec.other} failed/timed out"] if rec.other else []
+    parts += [f"† {rec.unconverged}"] if rec.unconverged else []
+    return ", ".join(parts)
+
+
+def _rank_row(rec) -> list[str]:
+    leader = rec.label == rec.leader
+    time = "never" if not np.isfinite(rec.time) else f"{rec.time:.3g} s"
+    versus = DASH if leader else ("tie" if rec.tie else (DASH if np.isnan(rec.diff) else f"Δ {rec.diff:+.3g}"))
+    label = rec.label + (" († unconverged)" if leader and rec.unconverged else "")
+    first = f"{rec.first}/{rec.instances}" + (f", = {rec.tied}" if rec.tied else "")
+    return [rec.pool, label, time, first, number(rec.final, 6), versus, _health(rec)]
+
+
+def _leaders(rows: list[list[str]]) -> set[tuple[int, int]]:
+    """The cells to bold: each problem's leader (its "vs leader" cell is a dash and it has a time)."""
+    return {(i, 1) for i, row in enumerate(rows) if row[5] == DASH and row[2] != ""}
+
+
+def ranking_tables(rank: pd.DataFrame, unranked: dict[str, list[str]], target: Target,
+                   tolerance: float) -> tuple[Table, Table] | None:
+    """The ranking (:func:`.rank.ranking`) as the first screen's table (top :data:`GLANCE_TOP` per problem) and in
+    detail (every algorithm); a problem where the target's metric is no fair ranking key says so instead."""
+    if rank.empty and not unranked:
         return None
-    lower = metric_info(ds)[metric].lower
-    note = PAIRING.format(tie=TIE, tol=settings.converged_tolerance)
-    if skipped:
-        note += (f" Not ranked: {', '.join(p for problems in skipped.values() for p in problems)}, where the model "
-                 f"declares {metric} no fair ranking key (e.g. a fit to noisy observations).")
-    title = f"on final {metric} ({'lower' if lower else 'higher'} is better)"
-    lines = {pool: summary_line(group, GLANCE_TOP) for pool, group in rank.groupby("pool")} if len(rank) else {}
-    short = [[pool, _ranking_line(lines.get(pool, ""), skipped.get(pool, []), pool, metric)]
-             for pool in sorted(set(lines) | set(skipped))]
-    detail = ranking_rows(rank, metric, lower)
-    bold = {(i, 1) for i, rec in enumerate(rank.itertuples()) if rec.label == rec.leader}
-    return (Table(f"Ranking {title}", ["problem", "ranking"], short,
-                  note, data=rank),
-            Table(f"Ranking in detail {title}", ["problem", "algorithm", "wins", f"median {metric}",
-                                                  "median paired Δ vs leader", "unconverged"], detail, note, bold, rank))
+    columns = ["problem", "algorithm", "to target (CPU)", "first", f"final {target.metric}", "vs leader", "runs"]
+    note = RANKING_NOTE.format(target=target.describe(), tol=tolerance)
+    rows = [_rank_row(rec) for rec in rank.itertuples()]
+    left_out = [[pool, f"not ranked on {', '.join(problems)}: its model declares {target.metric} no fair ranking "
+                 "key there", "", "", "", "", ""] for pool, problems in sorted(unranked.items())]
+    short, shown = [], {}
+    for row, rec in zip(rows, rank.itertuples()):
+        shown[rec.pool] = shown.get(rec.pool, 0) + 1
+        if shown[rec.pool] <= GLANCE_TOP:
+            short.append(row)
+    short += [[pool, f"… {n - GLANCE_TOP} more (section Final metrics)", "", "", "", "", ""]
+              for pool, n in shown.items() if n > GLANCE_TOP]
+    return (Table(f"Ranking: first to {target.describe()}", columns, short + left_out, note, _leaders(short), rank),
+            Table(f"Ranking in detail: first to {target.describe()}", columns, rows + left_out, note, _leaders(rows),
+                  rank))
 
 
-def _ranking_line(line: str, skipped: list[str], pool: str, metric: str) -> str:
-    """A pool's ranking line, saying which of its problems are not ranked because ``metric`` is no fair key there."""
-    if not skipped:
-        return line
-    where = "" if skipped == [pool] else f" on {', '.join(skipped)}"
-    return (f"{line}; " if line else "") + f"not ranked{where}: {metric} is no fair ranking key there"
+def claims_tables(verdicts: list[Verdict], amended: Amendments) -> list[Table]:
+    """The paper claims with their verdicts, then (apart, never in the tally) the project's own targets; a claim
+    edited after its runs (``amended``, from :func:`.frozen.amendments`; None: unknown) says so beside its verdict."""
+    out = []
+    for ledger_kind, title in (("claim", "Claims of the papers, checked"), ("target", "Project targets (not paper claims)")):
+        chosen = [v for v in verdicts if v.claim.ledger == ledger_kind]
+        if not chosen:
+            continue
+        rows = [[v.claim.id, v.verdict, (f"{AMENDED}; " if v.claim.id in (amended or {}) else "") + v.reason]
+                for v in chosen]
+        data = pd.DataFrame([{"id": v.claim.id, "source": v.claim.source, "kind": v.claim.kind, "verdict": v.verdict,
+                              "units": len(v.units), "amended": None if amended is None else v.claim.id in amended}
+                             for v in chosen])
+        out.append(Table(title, ["claim", "verdict", "why (this run)"], rows,
+                         RULE + (f" {UNKNOWN}" if amended is None else ""), {(i, 1) for i in range(len(rows))}, data))
+    return out
 
 
-def claims_table(verdicts: list[Verdict], amended: Amendments) -> Table | None:
-    """One line per claim: its verdict and the measured evidence in short (its source is in section Claims,
-    so that the first screen has room for the ranking and a figure); a claim edited after its runs (``amended``,
-    from :func:`.frozen.amendments`; None: unknown) says so beside its verdict."""
-    if not verdicts:
-        return None
-    rows = [[v.claim.id, v.verdict, (f"{AMENDED}; " if v.claim.id in (amended or {}) else "") + v.summary()]
-            for v in verdicts]
-    data = pd.DataFrame([{"id": v.claim.id, "source": v.claim.source, "kind": v.claim.kind, "verdict": v.verdict,
-                          "amended": None if amended is None else v.claim.id in amended} for v in verdicts])
-    return Table("Claims of the paper, checked", ["claim", "verdict", "evidence (this run)"], rows,
-                 "Reproduced: holds on every problem it covers; partly: on some; not comparable: stand-in data or "
-                 "another scale. Each claim's source and note (section Claims) say what was tried."
-                 + (f" {UNKNOWN}" if amended is None else ""),
-                 {(i, 1) for i in range(len(rows))}, data)
+def _statement(claim: Claim) -> str:
+    """What the claim asserts, in words."""
+    if claim.kind in ("order", "faster"):
+        verb = "beat" if claim.kind == "order" else "reach the target sooner than"
+        extra = f" by > {claim.margin:g}" if claim.margin else ""
+        extra += f" (× {claim.ratio:g})" if claim.kind == "faster" and claim.ratio != 1 else ""
+        extra += f", with {claim.final} final values" if claim.kind == "faster" and claim.final != "any" else ""
+        return f"{claim.kind}: {', '.join(claim.better)} {verb} {', '.join(claim.worse)}{extra} on {claim.metric} ({claim.axis})"
+    if claim.kind == "equivalent":
+        allowed = f"± {claim.absolute:g}" if claim.absolute is not None else f"within {100 * claim.tolerance:g}%"
+        return f"equivalent: {', '.join(claim.methods)} reach the same {claim.metric}, {allowed} ({claim.axis})"
+    if claim.kind == "trend":
+        return (f"trend: {claim.methods[0]}'s {claim.metric} {claim.shape} with {claim.setting}"
+                + (", in diminishing steps" if claim.diminishing else ""))
+    return f"value: the paper's numbers within {100 * claim.tolerance:g}% (the [[paper]] rows linked to it)"
 
 
 def claim_notes(verdicts: list[Verdict], amended: Amendments, render: Callable[[str], str]) -> Prose:
-    """Each claim's note as prose (through ``render``, which fills its placeholders), under its id, source and
-    verdict; an amended claim also shows its definition at run time and now."""
+    """Each claim's statement, verdict with its reason, evidence per problem (with the variants used), the definitions
+    at run time and now if it was amended, and its note (through ``render``, which fills its placeholders)."""
     items = []
     for v in verdicts:
-        what = (f"order: {', '.join(v.claim.better)} beat {', '.join(v.claim.worse)} by ≥ {v.claim.margin:g} on "
-                f"{v.claim.metric}" if v.claim.kind == "order"
-                else f"values within {100 * v.claim.tolerance:g}% of the paper's (the [[paper]] rows linked to it)")
-        paragraphs = [f"Claim ({what}). Evidence: {'; '.join(v.evidence) or '—'}."]
-        paragraphs += describe_change(*amended[v.claim.id]) if v.claim.id in (amended or {}) else []
-        paragraphs += [p.strip() for p in render(v.claim.note).split("\n\n") if p.strip()]
-        mark = f" ({AMENDED})" if v.claim.id in (amended or {}) else ""
-        items.append((f"{v.claim.id} — {v.verdict}{mark} — {v.claim.source}", paragraphs))
+        c = v.claim
+        paragraphs = [f"Claim ({_statement(c)}). Verdict: {v.verdict}: {v.reason}."]
+        paragraphs += [f"Evidence: {'; '.join(v.evidence)}."] if v.evidence else []
+        paragraphs += [f"Variants: only {', '.join(lb for lbs in c.variants.values() for lb in lbs)}, because "
+                       f"{c.variants_why}."] if c.variants else []
+        paragraphs += describe_change(*amended[c.id]) if c.id in (amended or {}) else []
+        paragraphs += [p.strip() for p in render(c.note).split("\n\n") if p.strip()]
+        mark = f" ({AMENDED})" if c.id in (amended or {}) else ""
+        kind = "project target" if c.ledger == "target" else "paper claim"
+        items.append((f"{c.id} ({kind}) — {v.verdict}{mark} — {c.source or 'svibench'}", paragraphs))
     return Prose("Claims", items)
 
 
@@ -112,16 +148,16 @@ def profile_table(ds: xr.Dataset, target: Target) -> tuple[Table, pd.DataFrame] 
         rows,
         f"Performance profile (Dolan & Moré 2002) over {len(ratios)} instances (problem × seed): ρ(τ) is the "
         "fraction of instances on which the algorithm reaches the target within τ × the fastest algorithm's "
-        "algorithm time on that instance; ρ(1) is how often it is the fastest, 'reached' how often it gets there "
-        "at all.",
+        "CPU time on that instance; ρ(1) is how often it is the fastest, 'reached' how often it gets there "
+        "at all (a run that is not ok never does).",
         {(0, 0)},
         profile,
     ), ratios
 
 
 def ledger(header: Header, manifest: dict[str, Any], verdicts: list[Verdict], amended: Amendments) -> dict[str, Any]:
-    """What the index of all reports needs: the study, how it was run, and one line per claim (``amended``: edited
-    after the runs; null when the results predate frozen claims)."""
+    """What the index of all reports needs: the study, how it was run, and one line per claim or target (``ledger``
+    says which; ``amended``: edited after the runs, null when the results predate frozen claims)."""
     facts = dict(header.facts)
     return {
         "study": manifest.get("study", ""),
@@ -130,7 +166,8 @@ def ledger(header: Header, manifest: dict[str, Any], verdicts: list[Verdict], am
         "git_commit": manifest.get("git_commit", ""),
         "svibench": facts.get("svibench", ""),
         "results_written": facts.get("results written", ""),
-        "claims": [{"id": v.claim.id, "source": v.claim.source, "verdict": v.verdict, "summary": v.summary(),
-                    "evidence": v.evidence, "amended": None if amended is None else v.claim.id in amended}
+        "claims": [{"id": v.claim.id, "source": v.claim.source, "ledger": v.claim.ledger, "kind": v.claim.kind,
+                    "verdict": v.verdict, "summary": v.reason, "evidence": v.evidence, "variants": v.variants,
+                    "amended": None if amended is None else v.claim.id in amended}
                    for v in verdicts],
     }

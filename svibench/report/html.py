@@ -14,7 +14,7 @@ Section = tuple[str, list[Table | Prose | ReportFigure]]
 
 #: Background colour of each claim verdict.
 VERDICT_CLASS = {"reproduced": "v-yes", "partly": "v-part", "not reproduced": "v-no", "not comparable": "v-nc",
-                 "not run": "v-nr"}
+                 "not run": "v-nr", "inconclusive": "v-nc", "incomplete": "v-nr"}
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2rem auto; max-width: 1400px;

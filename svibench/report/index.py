@@ -34,7 +34,7 @@ def collect(reports: Path) -> list[dict[str, Any]]:
         else:
             entry = {"study": raw.get("study", {}).get("name", folder.name), "git_commit": "", "scale": "",
                      "claims": [{"id": c.get("id", ""), "source": c.get("source", ""), "verdict": "not run",
-                                 "evidence": []} for c in raw.get("claim", [])]}
+                                 "ledger": kind, "evidence": []} for kind in ("claim", "target") for c in raw.get(kind, [])]}
         entry["description"] = entry.get("description") or raw.get("study", {}).get("description", "")
         entry["folder"] = folder.name
         entry["has_report"] = (folder / "index.html").exists()
@@ -42,9 +42,14 @@ def collect(reports: Path) -> list[dict[str, Any]]:
     return entries
 
 
-def _tally(entries: list[dict[str, Any]]) -> str:
-    counts = Counter(c["verdict"] for e in entries for c in e["claims"])
-    return ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "no claims"
+def _tally(entries: list[dict[str, Any]], ledger: str = "claim") -> str:
+    """Verdict counts over the paper claims (``ledger="claim"``) or, apart, the project's targets."""
+    counts = Counter(c["verdict"] for e in entries for c in e["claims"] if c.get("ledger", "claim") == ledger)
+    return ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "none"
+
+
+def _kind(claim: dict[str, Any]) -> str:
+    return "project target" if claim.get("ledger") == "target" else "paper claim"
 
 
 def _evidence(claim: dict[str, Any]) -> str:
@@ -63,7 +68,7 @@ def render_index_html(entries: list[dict[str, Any]]) -> str:
     for e in entries:
         link = f'<a href="{escape(e["folder"])}/index.html">{escape(e["study"])}</a>' if e["has_report"] else escape(e["study"])
         rows = "".join(
-            f'<tr><td>{escape(c["id"])}</td><td>{escape(c["source"])}</td>'
+            f'<tr><td>{escape(c["id"])} ({_kind(c)})</td><td>{escape(c["source"])}</td>'
             f'<td class="{VERDICT_CLASS.get(c["verdict"], "")}">{escape(c["verdict"])}</td>'
             f'<td>{escape(_evidence(c))}</td></tr>' for c in e["claims"])
         table = (f"<table><tr><th>claim</th><th>source</th><th>verdict</th><th>evidence</th></tr>{rows}</table>"
@@ -73,19 +78,21 @@ def render_index_html(entries: list[dict[str, Any]]) -> str:
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{TITLE}</title>'
             f"<style>{CSS}</style></head><body><h1>{TITLE}</h1>"
             f'<p class="description">Every study of the project with each paper claim it checks and the verdict of its '
-            f"last report. Verdicts: {escape(_tally(entries))}.</p>" + "\n".join(parts) + "</body></html>\n")
+            f"last report. Paper claims: {escape(_tally(entries))}. Project targets (not counted as claims): "
+            f"{escape(_tally(entries, 'target'))}.</p>" + "\n".join(parts) + "</body></html>\n")
 
 
 def render_index_markdown(entries: list[dict[str, Any]]) -> str:
     """The same index for GitHub."""
     lines = [f"# {TITLE}", "", "Every study of the project with each paper claim it checks and the verdict of its "
-             f"last report (`svibench regenerate` rebuilds them all). Verdicts: {_tally(entries)}.", ""]
+             f"last report (`svibench regenerate` rebuilds them all). Paper claims: {_tally(entries)}. Project targets "
+             f"(not counted as claims): {_tally(entries, 'target')}.", ""]
     for e in entries:
         lines += [f"## [{e['study']}]({e['folder']}/summary.md)" if e["has_report"] else f"## {e['study']}", "",
                   e["description"], "", f"_{_built(e)}_", ""]
         if e["claims"]:
             lines += ["| claim | source | verdict | evidence |", "| --- | --- | --- | --- |"]
-            lines += [f"| {c['id']} | {c['source']} | **{c['verdict']}** | {_evidence(c).replace('|', '/')} |"
+            lines += [f"| {c['id']} ({_kind(c)}) | {c['source']} | **{c['verdict']}** | {_evidence(c).replace('|', '/')} |"
                       for c in e["claims"]]
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"

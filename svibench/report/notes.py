@@ -58,17 +58,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Iterable
 
 import numpy as np
-import pandas as pd
-import xarray as xr
 
-from ..summary import final_values
-from .claims import matches
-from .settings import ReportError, ReportSettings, Target
-from .tables import ok_runs, reach_records, recorded_metrics
+from ..verdicts.evidence import Evidence
+from .settings import ReportError, Target
 
 __all__ = ["check_note", "render_note", "NoteLookup", "KINDS"]
 
@@ -208,7 +203,7 @@ def _check_placeholder(match: re.Match, labels: set[str], problems: list[str], m
     if match["label"] not in labels:
         raise ReportError(f"{text}: no run of the study has the label {match['label']!r}; "
                           f"labels: {', '.join(sorted(labels))}")
-    if match["problem"] and not any(matches(p, match["problem"]) for p in problems):
+    if match["problem"] and match["problem"] not in problems:
         raise ReportError(f"{text}: no problem of the study is {match['problem']!r}; "
                           f"problems: {', '.join(sorted(problems))}")
     wanted = KINDS[kind]
@@ -226,69 +221,53 @@ def _check_placeholder(match: re.Match, labels: set[str], problems: list[str], m
         raise ReportError(f"{text}: {spec!r} is not a format spec for a number; write e.g. :.3g or :.1f") from None
 
 
-def _select(frame: pd.DataFrame, label: str, problem: str | None) -> pd.DataFrame:
-    """The rows of ``frame`` (one per run) of ``label``, on ``problem`` and its grid points when given."""
-    rows = frame[frame["label"] == label]
-    return rows[rows["problem"].map(lambda p: matches(p, problem))] if problem else rows
-
-
 @dataclass
 class NoteLookup:
-    """Where placeholders get their values: the results and the study's first ``[report]`` target (None: none)."""
+    """Where placeholders get their values: the results as verdicts see them (:class:`svibench.verdicts.Evidence`:
+    the health policy applied, runs selected by structured identity) and the study's first target (None: none)."""
 
-    ds: xr.Dataset
-    settings: ReportSettings
+    ev: Evidence
     target: Target | None
 
-    @classmethod
-    def of(cls, ds: xr.Dataset, settings: ReportSettings) -> "NoteLookup":
-        """The lookup for a report of ``ds`` under ``settings`` (its first target over the recorded metrics)."""
-        targets = settings.targets_for(recorded_metrics(ds))
-        return cls(ds, settings, targets[0] if targets and targets[0].metric in ds else None)
-
-    @cached_property
-    def finals(self) -> pd.DataFrame:
-        """Final values of every run (:func:`svibench.summary.final_values`)."""
-        return final_values(self.ds)
-
-    @cached_property
-    def reach(self) -> pd.DataFrame:
-        """When each ok run first reached the target (:func:`.tables.reach_records`)."""
-        if self.target is None or not self.ds.sizes["run"]:
-            return pd.DataFrame(columns=["problem", "label", "reached", "time"])
-        return reach_records(ok_runs(self.ds), self.settings, self.target)
-
-    def runs(self, label: str, problem: str | None, ok: bool = True) -> pd.DataFrame:
-        """The rows of ``finals`` of ``label`` (on ``problem``, pooled over its grid points), ok ones only by
-        default."""
-        rows = _select(self.finals, label, problem)
-        return rows[rows["status"] == "ok"] if ok else rows
+    def runs(self, label: str, problem: str | None, ok: bool = True) -> list[int]:
+        """The runs of ``label`` (on ``problem``, pooled over its grid points), ok ones only by default."""
+        runs = self.ev.runs
+        at = (runs["label"] == label) & (runs["problem"].isin(self.ev.pool(problem)) if problem else True)
+        if ok:
+            at &= runs["status"] == "ok"
+        return [int(r) for r in runs.index[at]]
 
     def value(self, match: re.Match) -> str:
         """The text a placeholder renders as."""
         kind, label, problem, field = match["kind"], match["label"], match["problem"], match["field"]
         spec = match["spec"] or DEFAULT_SPEC.get(kind, "")
+        runs = self.runs(label, problem)
         if kind == "runs":
-            return f"{len(self.runs(label, problem))}/{len(self.runs(label, problem, ok=False))}"
-        if self.runs(label, problem).empty:
+            return f"{len(runs)}/{len(self.runs(label, problem, ok=False))}"
+        if not runs:
             return "no ok run"
         if kind == "ttt":
-            return self._time_to_target(label, problem, spec)
-        values = self.runs(label, problem)[field].dropna() if field in self.finals else pd.Series(dtype=float)
-        if values.empty or (kind == "sd" and len(values) < 2):
-            return f"{field} not recorded" if values.empty else "n/a (one run)"
-        return format(float(values.mean() if kind == "final" else values.std()), spec)
+            return self._time_to_target(runs, spec)
+        values = [v for v in (self.ev.value_at(r, field, "final") for r in runs) if np.isfinite(v)]
+        if not values or (kind == "sd" and len(values) < 2):
+            return f"{field} not recorded" if not values else "n/a (one run)"
+        return format(float(np.mean(values) if kind == "final" else np.std(values, ddof=1)), spec)
 
-    def _time_to_target(self, label: str, problem: str | None, spec: str) -> str:
-        """Median seconds to the target over the runs that reach it, and how many do."""
+    def _time_to_target(self, runs: list[int], spec: str) -> str:
+        """Median CPU seconds to the target over the runs that reach it, and how many do."""
         if self.target is None:
             return "no target"
-        rows = _select(self.reach, label, problem)
-        reached = rows.loc[rows["reached"].astype(bool), "time"]
-        if reached.empty:
+        lower = self.ev.info[self.target.metric].lower
+        reached = []
+        for r in runs:
+            threshold = self.target.threshold(self.ev.best_final(self.ev.runs.at[r, "problem"], self.target.metric), lower)
+            reach = self.ev.reach(r, self.target.metric, threshold, "time")
+            if reach.reached:
+                reached.append(reach.high)
+        if not reached:
             return "not reached"
         text = f"{format(float(np.median(reached)), spec)} s"
-        return text if len(reached) == len(rows) else f"{text} ({len(reached)}/{len(rows)} reached)"
+        return text if len(reached) == len(runs) else f"{text} ({len(reached)}/{len(runs)} reached)"
 
 
 def render_note(text: str, lookup: NoteLookup) -> str:

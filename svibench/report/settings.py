@@ -27,7 +27,7 @@ from typing import Any, Mapping
 from ..metrics import Metric
 from ..results import ResultsError
 
-__all__ = ["ReportSettings", "Target", "ReportError"]
+__all__ = ["ReportSettings", "Target", "ReportError", "parse_target"]
 
 KNOWN_KEYS = ("target", "plot", "suboptimality", "split_panels", "converged_tolerance")
 #: Keys of earlier versions that this one refuses, and why.
@@ -84,7 +84,7 @@ class ReportSettings:
         raw = [raw] if isinstance(raw, dict) else raw
         if not isinstance(raw, list):
             raise ReportError(f"[report] target: expected a table or an array of tables, got {raw!r}")
-        targets = [_target(t, i) for i, t in enumerate(raw)]
+        targets = [parse_target(t, f"[report] target #{i + 1}") for i, t in enumerate(raw)]
         plot = table.get("plot", [])
         if not isinstance(plot, list) or not all(isinstance(v, str) for v in plot):
             raise ReportError(f"[report] plot: expected a list of metric names to draw, got {plot!r}")
@@ -144,8 +144,8 @@ class ReportSettings:
         return tuple(Target(name) for name in answers if name in metrics)
 
 
-def _target(table: Any, i: int) -> Target:
-    where = f"[report] target #{i + 1}"
+def parse_target(table: Any, where: str) -> Target:
+    """A target table ``{metric = ..., relative|absolute|value = ...}``, checked (``where`` names it in errors)."""
     if not isinstance(table, dict) or not isinstance(table.get("metric"), str):
         raise ReportError(f"{where}: expected a table with a metric name, e.g. {{metric = \"elbo\", relative = 0.001}}; got {table!r}")
     unknown = set(table) - {"metric", *TOLERANCES}

@@ -141,7 +141,9 @@ def reach_records(ds: xr.Dataset, target: Target) -> pd.DataFrame:
 
     The reference is the best final value over the problem's ok runs; a run
     reaches the target at the first checkpoint whose value is at least the
-    threshold (at most, for metrics declared lower-is-better).
+    threshold (at most, for metrics declared lower-is-better).  A run that is
+    not ok never reaches it (:mod:`svibench.health`: a run that blew up does
+    not win a race it could not finish).
     """
     lower = metric_info(ds)[target.metric].lower
     finals = final_values(ds)
@@ -155,7 +157,8 @@ def reach_records(ds: xr.Dataset, target: Target) -> pd.DataFrame:
         threshold = target.threshold(best, lower)
         runs = np.flatnonzero(ds["problem"].values == problem)
         for r in runs:
-            k = _first_reach(ds[target.metric].values[r], threshold, lower)
+            ok = ds["status"].values[r] == "ok"
+            k = _first_reach(ds[target.metric].values[r], threshold, lower) if ok else None
             records.append({
                 "problem": problem, "label": str(ds["label"].values[r]), "seed": int(ds["seed"].values[r]),
                 "threshold": threshold, "reached": k is not None,

@@ -1,0 +1,220 @@
+"""Each claim kind's paired units: one row per (problem, seed) saying whether the claim holds there, and why.
+
+A unit row has: ``pool`` (the claim's problem it belongs to), ``problem``,
+``seed``, ``holds`` (bool: a tie never holds), ``unconverged`` (a run of the
+unit was still moving), ``number`` (the unit's measured gap, ratio or spread)
+and ``detail`` (the same in words).  The variant of each method a claim names is
+chosen once per pool, from every variant the study ran (or the claim's declared
+ones): the one with the best median over the pool's runs, so that the better
+side is at its best and the worse side is the strongest baseline.
+"""
+from __future__ import annotations
+
+import math
+from statistics import median
+from typing import Callable
+
+import numpy as np
+
+from ..report.claims import Claim
+from .evidence import Evidence
+
+__all__ = ["units", "Chosen"]
+
+#: pool → method → the label chosen for it.
+Chosen = dict[str, dict[str, str]]
+
+
+def _choose(ev: Evidence, claim: Claim, problems: list[str], name: str, score: Callable[[int], float]) -> str:
+    """The variant of ``name`` with the best (highest) median ``score`` over its ok runs on ``problems``."""
+    candidates = ev.labels(claim, name)
+
+    def median_score(label: str) -> float:
+        rows = ev.runs.index[ev.runs["problem"].isin(problems) & (ev.runs["label"] == label) & (ev.runs["status"] == "ok")]
+        scores = [score(int(r)) for r in rows]
+        return median(scores) if scores else -math.inf
+    return max(candidates, key=lambda label: (median_score(label), label))
+
+
+def _final_score(ev: Evidence, claim: Claim) -> Callable[[int], float]:
+    signed = ev.info[claim.metric].signed
+    return lambda r: signed(ev.value_at(r, claim.metric, "final"))
+
+
+def _reach_score(ev: Evidence, claim: Claim) -> Callable[[int], float]:
+    threshold = _thresholds(ev, claim)
+    axis = claim.axis
+    return lambda r: -ev.reach(r, claim.metric, threshold[ev.runs.at[r, "problem"]], axis).high
+
+
+def _thresholds(ev: Evidence, claim: Claim) -> dict[str, float]:
+    """A faster claim's target value per exact problem (from the best final value of every ok run there)."""
+    target = ev.target(claim)
+    lower = ev.info[claim.metric].lower
+    return {p: target.threshold(ev.best_final(p, claim.metric), lower) for p in set(ev.runs["problem"])}
+
+
+def _unit(pool: str, problem: str, seed: int, holds: bool, number: float, detail: str,
+          unconverged: bool = False) -> dict:
+    return {"pool": pool, "problem": problem, "seed": seed, "holds": bool(holds), "number": float(number),
+            "detail": detail, "unconverged": bool(unconverged)}
+
+
+def _paired(ev: Evidence, claim: Claim, names: tuple[str, ...], score) -> tuple[list[tuple], Chosen]:
+    """(pool, problem, seed, {name: run}) for every unit on which every chosen variant ran ok, and the choices."""
+    out, chosen = [], {}
+    for pool, problems in ev.pools(claim).items():
+        chosen[pool] = {name: _choose(ev, claim, problems, name, score) for name in names}
+        for problem in problems:
+            labels = list(chosen[pool].values())
+            for seed in ev.seeds(problem, labels):
+                out.append((pool, problem, seed, {n: ev.run(problem, lb, seed) for n, lb in chosen[pool].items()}))
+    return out, chosen
+
+
+def _moving(ev: Evidence, claim: Claim, runs) -> bool:
+    flags = ev.unconverged(claim.metric)
+    return bool(any(flags[r] for r in runs))
+
+
+def _order(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
+    """Worst better-method minus best worse-method, in the better direction, at the unit's common budget."""
+    signed = ev.info[claim.metric].signed
+    paired, chosen = _paired(ev, claim, claim.better + claim.worse, _final_score(ev, claim))
+    rows = []
+    for pool, problem, seed, runs in paired:
+        budget = min(ev.spent(r, claim.axis) for r in runs.values()) if claim.axis != "final" else math.inf
+        value = {n: ev.value_at(r, claim.metric, claim.axis, budget) for n, r in runs.items()}
+        b, w = min(signed(value[n]) for n in claim.better), max(signed(value[n]) for n in claim.worse)
+        gap = b - w
+        need = max(claim.margin, ev.tie(claim, b, w))
+        at = "" if claim.axis == "final" else f" at {budget:.3g} {'s' if claim.axis == 'time' else 'epochs'}"
+        rows.append(_unit(pool, problem, seed, gap > need, gap, f"gap {gap:+.4g} (needs > {need:.3g}){at}",
+                          _moving(ev, claim, runs.values())))
+    return rows, chosen
+
+
+def _allowed(claim: Claim, values: list[float]) -> float:
+    """The spread an equivalence allows: the claim's absolute tolerance, or its relative one of the largest value."""
+    return claim.absolute if claim.absolute is not None else claim.tolerance * max(map(abs, values))
+
+
+def _ends(ev: Evidence, claim: Claim, runs: dict[str, int]) -> tuple[bool, str]:
+    """A faster claim's condition on where the runs end (``final``): better, not worse, or equivalent final values."""
+    if claim.final == "any":
+        return True, ""
+    signed = ev.info[claim.metric].signed
+    value = {n: ev.value_at(r, claim.metric, "final") for n, r in runs.items()}
+    b, w = min(signed(value[n]) for n in claim.better), max(signed(value[n]) for n in claim.worse)
+    if claim.final == "equivalent":
+        spread, allowed = abs(b - w), _allowed(claim, [b, w])
+        return spread <= allowed, f"; final spread {spread:.4g} (≤ {allowed:.3g})"
+    tie = ev.tie(claim, b, w)
+    ok = b - w > tie if claim.final == "better" else b - w >= -tie
+    return ok, f"; final gap {b - w:+.4g} ({'>' if claim.final == 'better' else '≥ −'}{tie:.3g})"
+
+
+def _faster(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
+    """Better reaches the target at most 1/ratio of the time worse needs, at the checkpoints' resolution (and ends
+    where ``final`` says)."""
+    threshold = _thresholds(ev, claim)
+    paired, chosen = _paired(ev, claim, claim.better + claim.worse, _reach_score(ev, claim))
+    unit = "s" if claim.axis == "time" else "epochs"
+    rows = []
+    for pool, problem, seed, runs in paired:
+        reach = {n: ev.reach(r, claim.metric, threshold[problem], claim.axis) for n, r in runs.items()}
+        slowest = max((reach[n] for n in claim.better), key=lambda x: x.high)
+        fastest = min((reach[n] for n in claim.worse), key=lambda x: x.low)
+        sooner = slowest.reached and fastest.low >= claim.ratio * slowest.high and fastest.high > slowest.high
+        ends, said = _ends(ev, claim, runs)
+        ratio = fastest.high / slowest.high if slowest.high > 0 else math.inf
+        rows.append(_unit(pool, problem, seed, sooner and ends, ratio,
+                          f"better by {slowest.high:.3g} {unit}, worse "
+                          + (f"by {fastest.high:.3g} {unit}" if fastest.reached else f"not in {fastest.low:.3g} {unit}")
+                          + said))
+    return rows, chosen
+
+
+def _equivalent(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
+    """The spread of the methods' values at the unit's common budget is within the claim's tolerance."""
+    paired, chosen = _paired(ev, claim, claim.methods, _final_score(ev, claim))
+    rows = []
+    for pool, problem, seed, runs in paired:
+        budget = min(ev.spent(r, claim.axis) for r in runs.values()) if claim.axis != "final" else math.inf
+        values = [ev.value_at(r, claim.metric, claim.axis, budget) for r in runs.values()]
+        spread = max(values) - min(values)
+        allowed = _allowed(claim, values)
+        rows.append(_unit(pool, problem, seed, spread <= allowed, spread, f"spread {spread:.4g} (allowed ≤ {allowed:.3g})",
+                          _moving(ev, claim, runs.values())))
+    return rows, chosen
+
+
+def _trend_steps(ev: Evidence, claim: Claim, runs: list[tuple[float, int]]) -> tuple[bool, float, str]:
+    """Whether the values along the setting improve (or worsen) monotonically, with diminishing steps if asked."""
+    sign = 1.0 if claim.shape == "improving" else -1.0
+    signed = ev.info[claim.metric].signed
+    settings = np.array([s for s, _ in runs])
+    values = np.array([sign * signed(ev.value_at(r, claim.metric, "final")) for _, r in runs])
+    steps = np.diff(values)
+    tie = ev.tie(claim, float(np.max(np.abs(values))), 0.0)
+    holds = bool(np.all(steps > -tie) and values[-1] - values[0] > tie)
+    if claim.diminishing and steps.size > 1:
+        slopes = steps / np.diff(settings)
+        holds = holds and bool(np.all(np.diff(slopes) <= tie / np.diff(settings).min()))
+    text = ", ".join(f"{s:g}: {v * sign:+.4g}" for s, v in zip(settings, values * sign))
+    return holds, float(values[-1] - values[0]), text
+
+
+def _trend(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
+    """Per unit, the method's variants ordered by their value of ``setting``."""
+    labels = [lb for lb in ev.labels(claim, claim.methods[0])]
+    setting = {}
+    for lb in labels:
+        variants = ev.runs.loc[ev.runs["label"] == lb, "variant"]
+        setting[lb] = float(variants.iloc[0].get(claim.setting, math.nan)) if len(variants) else math.nan
+    ordered = sorted((lb for lb in labels if math.isfinite(setting[lb])), key=setting.get)
+    rows = []
+    for pool, problems in ev.pools(claim).items():
+        for problem in problems:
+            for seed in ev.seeds(problem, ordered):
+                runs = [(setting[lb], ev.run(problem, lb, seed)) for lb in ordered]
+                holds, change, text = _trend_steps(ev, claim, runs)
+                rows.append(_unit(pool, problem, seed, holds, change, f"{claim.setting} → {claim.metric}: {text}",
+                                  _moving(ev, claim, [r for _, r in runs])))
+    return rows, {pool: {claim.methods[0]: ", ".join(ordered)} for pool in ev.pools(claim)}
+
+
+def _value_units(ev: Evidence, claim: Claim, row: dict, pool: str, label: str) -> list[dict]:
+    """One [[paper]] row against ``label``'s ok runs on the row's problem: its final value, or its paired difference
+    to the row's ``versus`` label on the same (problem, seed)."""
+    published, metric, versus = float(row["value"]), row["metric"], row.get("versus")
+    moving, out = ev.unconverged(metric), []
+    for problem in ev.pool(row["problem"]):
+        for seed in ev.seeds(problem, [label] + ([versus] if versus else [])):
+            runs = [ev.run(problem, label, seed)] + ([ev.run(problem, versus, seed)] if versus else [])
+            value = ev.value_at(runs[0], metric, "final") - (ev.value_at(runs[1], metric, "final") if versus else 0.0)
+            rel = abs(value - published) / abs(published) if published else abs(value)
+            out.append(_unit(pool, problem, seed, rel <= claim.tolerance, rel,
+                             f"{value:.4g} vs {published:.4g} ({100 * (value - published) / abs(published or 1):+.2g}%)",
+                             any(moving[r] for r in runs)))
+    return out
+
+
+def _value(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
+    """Each linked [[paper]] row against every ok run of every variant of its algorithm on its problem."""
+    rows, chosen = [], {}
+    for row in (r for r in ev.paper if r.get("claim") == claim.id):
+        pool = f"{row['problem']} {row['algorithm']}" + (f" − {row['versus']}" if row.get("versus") else "") + f" {row['metric']}"
+        labels = ev.labels(claim, row["algorithm"])
+        chosen[pool] = {row["algorithm"]: ", ".join(labels)}
+        for label in labels:
+            rows += _value_units(ev, claim, row, pool, label)
+    return rows, chosen
+
+
+UNITS = {"order": _order, "faster": _faster, "equivalent": _equivalent, "trend": _trend, "value": _value}
+
+
+def units(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
+    """The claim's paired units and the variants chosen per pool."""
+    return UNITS[claim.kind](ev, claim)
