@@ -28,7 +28,7 @@ worse = ["VMP"]
 note = "A claim that holds by construction."
 """
 STUDY = (Path(__file__).parent / "studies" / "one-vmp-run.toml").read_text() + CLAIM
-EDITED = STUDY.replace('note = "A claim', 'margin = -1.0\nnote = "An edited claim')
+EDITED = STUDY.replace('note = "A claim', 'margin = 1.0\nnote = "An edited claim')
 
 
 def test_the_digest_is_of_the_canonical_table_so_key_order_does_not_matter_but_any_value_does():
@@ -84,11 +84,11 @@ def test_a_claim_edited_after_the_runs_reports_as_amended_with_both_versions(res
     html, ledger = _report(results, tmp_path / "edited", EDITED)
     assert ledger["claims"][0]["amended"] is True
     first_screen = html.split('id="figures"')[0]
-    assert f"<td>{AMENDED}; holds on 1 of 1 problems" in first_screen
+    assert f"<td>{AMENDED}; n = " in first_screen
     claims = html.split('id="claims"')[1]
-    assert f"vmp-ties-itself — reproduced ({AMENDED})" in claims
+    assert f"vmp-ties-itself (paper claim) — inconclusive ({AMENDED})" in claims
     assert "At run time: margin absent; note = &quot;A claim that holds by construction.&quot;" in claims
-    assert "Now: margin = -1.0; note = &quot;An edited claim that holds by construction.&quot;" in claims
+    assert "Now: margin = 1.0; note = &quot;An edited claim that holds by construction.&quot;" in claims
 
 
 def test_a_claim_added_after_the_runs_is_amended_and_says_it_is_new(results, tmp_path):

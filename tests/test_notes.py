@@ -21,7 +21,7 @@ from svibench.results import open_results
 from svibench.study import StudyError, load_study, parse_study
 from svibench.sweep import run_study
 
-NAMES = {"labels": ["CVI", "CVI-exact", "SVI (t0=64.0)"], "problems": ["logreg/a1a", "logreg/australian (split=0)"],
+NAMES = {"labels": ["CVI", "CVI-exact", "SVI (t0=64.0)"], "problems": ["logreg/a1a", "logreg/australian", "logreg/australian (split=0)"],
          "metrics": ["neg_elbo", "test_logloss_bits"]}
 
 

@@ -166,7 +166,7 @@ def test_html_parses_and_embeds_its_figures_without_external_files(report):
     page = _Page()
     page.feed(report.html.read_text())
     page.close()
-    assert len(page.images) == len(report.figures) + 1 == 8  # the headline figure is also in the first screen
+    assert len(page.images) == len(report.figures) == 8  # the first screen's headline figure is one of them
     for src in page.images:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1]).startswith(b"\x89PNG")
@@ -343,9 +343,12 @@ def test_figure_limits_clip_a_transient_and_a_diverging_label_but_not_ordinary_c
 
 def test_the_first_section_answers_which_is_best_and_the_ledger_is_written(report):
     html = report.html.read_text()
-    assert html.index("At a glance") < html.index("Ranking on final elbo") < html.index('id="figures"')
-    ranking = next(t for t in report.tables if t.title.startswith("Ranking on final elbo"))
-    assert set(ranking.data["label"]) <= {"SVI", "VMP", "Diverging"}  # ok runs only: the failing one never ranks
+    assert html.index("At a glance") < html.index("Ranking: first to elbo") < html.index('id="figures"')
+    ranking = next(t for t in report.tables if t.title.startswith("Ranking: first to elbo")).data
+    ranking = ranking[ranking["pool"] == "gmm/tiny"].set_index("label")
+    assert ranking.index[0] in {"SVI", "VMP"}  # a run that failed or diverged never leads: it never reaches the target
+    assert ranking.loc["Failing", "ok"] == 0 and ranking.loc["Failing", "time"] == np.inf
+    assert ranking.loc["Diverging", "diverged"] == 2 and ranking.loc["Diverging", "first"] == 0
     ledger = json.loads((report.folder / "claims.json").read_text())
     assert ledger["study"] and ledger["claims"] == []
 
@@ -369,11 +372,13 @@ def test_the_first_screen_holds_the_ranking_the_verdicts_and_the_headline_figure
     report = write_report(results, tmp_path / "out", study=study)
     html = report.html.read_text()
     glance = html[html.index('id="at-a-glance"'):html.index('id="figures"')]
-    assert (glance.index('<div class="glance">') < glance.index("Claims of the paper, checked")
-            < glance.index("Ranking on final elbo") < glance.index("<img"))
+    assert (glance.index('<div class="glance">') < glance.index("Claims of the papers, checked")
+            < glance.index("Ranking: first to elbo") < glance.index("<img"))
     assert "vmp-beats-svi" in glance
-    assert re.search(r'class="v-[a-z]+"><strong>(reproduced|partly|not reproduced|not comparable|not run)<', glance)
-    assert "Suboptimality of elbo against algorithm time" in glance and glance.count("<img") == 1
+    assert re.search(r'class="v-[a-z]+"><strong>(reproduced|partly|not reproduced|inconclusive|incomplete|not comparable|'
+                     r'not run)<', glance)
+    assert "Suboptimality of elbo against" in glance and "best variant of each method" in glance
+    assert glance.count("<img") == 1
     assert "made up for the test" not in glance  # the source stays in section Claims, with the note
     assert html.index("made up for the test") > html.index('id="claims"')
 

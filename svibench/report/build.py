@@ -190,7 +190,7 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     not_ok = runs_not_ok(ds, manifest)
     skipped = skipped_pairs(manifest)
     header = make_header(ds, manifest, settings, _results_written(folder))
-    lookup = NoteLookup(ev, targets[0] if targets and targets[0].metric in ds else None)
+    lookup = NoteLookup(ev, targets[0] if targets and targets[0].metric in ds else None)  # as NoteLookup.of, sharing ev
     sections: list[Section] = [("At a glance", glance), *([("Figures", figures)] if figures else []),
                                *([("Across problems", across)] if across else [])]
     if verdicts:

@@ -61,9 +61,12 @@ from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
+import xarray as xr
 
+from ..results import answers, metric_info
 from ..verdicts.evidence import Evidence
-from .settings import ReportError, Target
+from .settings import ReportError, ReportSettings, Target
+from .tables import recorded_metrics
 
 __all__ = ["check_note", "render_note", "NoteLookup", "KINDS"]
 
@@ -228,6 +231,13 @@ class NoteLookup:
 
     ev: Evidence
     target: Target | None
+
+    @classmethod
+    def of(cls, ds: xr.Dataset, settings: ReportSettings) -> "NoteLookup":
+        """The lookup for a report of ``ds`` (as :func:`svibench.results.open_results` gives it) under ``settings``:
+        its first target over the recorded metrics (by default the models' answer)."""
+        targets = settings.targets_for(recorded_metrics(ds), answers(ds))
+        return cls(Evidence(ds, metric_info(ds)), targets[0] if targets and targets[0].metric in ds else None)
 
     def runs(self, label: str, problem: str | None, ok: bool = True) -> list[int]:
         """The runs of ``label`` (on ``problem``, pooled over its grid points), ok ones only by default."""
