@@ -8,6 +8,8 @@ import xarray as xr
 
 from svibench import health
 from svibench.metrics import Metric, metric_table
+from svibench.runner import execute
+from svibench.spec import Budget, Checkpoints, ProblemSpec, RunSpec
 
 INFO = metric_table(Metric("neg_elbo", "lower", "objective", "nats"), Metric("error", "lower", "task", "", low=0, high=1))
 
@@ -44,3 +46,12 @@ def test_healthy_runs_and_runs_already_not_ok_keep_their_status():
     ds = results([[240.0, 190.0, 180.0], [240.0, 1e9, 1e9]], status=("ok", "failed"))
     assert list(health.apply(ds, INFO)["status"].values) == ["ok", "failed"]
     assert list(health.healthy_until(ds, INFO)) == [3, 1]
+
+
+def test_proximal_gradient_at_the_papers_step_on_australian_ends_diverged_not_ok():
+    """Khan et al.'s PG-exact at w = 0.4 on australian split 1 drives the ELBO from about -640 to below -14,000
+    (the committed report once ranked it, and put '+2.13e+08%' in its ledger): the runner ends it diverged."""
+    problem = ProblemSpec("logreg/australian", "logreg", "australian", {"delta": 1e-5}, {"split": 1})
+    ds = execute(RunSpec("t", problem, "pg-exact", "PG-exact", {"w": 0.4}, 0, Budget(iterations=200), Checkpoints(12)))
+    assert ds.attrs["status"] == "diverged" and "blew up" in ds.attrs["message"]
+    assert ds["iteration"].values[-1] < 200
