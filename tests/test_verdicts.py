@@ -245,3 +245,8 @@ def test_faster_while_reaching_the_same_error_needs_both():
     assert verdict(runs, claim(**c, tolerance=0.01)).verdict == "reproduced"
     assert verdict(runs, claim(**c, tolerance=0.001)).verdict == "not reproduced"
     assert verdict(runs, claim(**dict(FASTER, final="better"))).verdict == "not reproduced"
+
+
+def test_two_runs_at_the_target_from_their_start_tie():
+    runs = [run("A", s, [-1.0, -1.0]) for s in range(3)] + [run("B", s, [-1.0, -1.0]) for s in range(3)]
+    assert verdict(runs, claim(**FASTER)).verdict == "not reproduced"
