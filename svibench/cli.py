@@ -106,12 +106,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _final_metrics_text(out: Path) -> str:
-    """The report's final-metrics table as text (failed runs left out of the means, as in the report)."""
+    """The report's final-metrics table as text (runs not ok, blown-up ones included, left out of the means, as in
+    the report)."""
     import pandas as pd
 
+    from .health import open_judged
     from .report.tables import final_metrics
 
-    table = final_metrics(open_results(out, skip_corrupt=True))
+    table = final_metrics(open_judged(out, skip_corrupt=True))
     return pd.DataFrame(table.rows, columns=table.columns).to_string(index=False)
 
 

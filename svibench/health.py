@@ -25,8 +25,9 @@ import numpy as np
 import xarray as xr
 
 from .metrics import Metric
+from .results import metric_info, open_results
 
-__all__ = ["BLOWUP", "check_row", "recorded", "healthy_until", "statuses", "apply"]
+__all__ = ["BLOWUP", "check_row", "recorded", "healthy_until", "statuses", "apply", "open_judged"]
 
 #: How many times its initial distance from zero (at least 1) an objective may worsen before the run counts as
 #: blown up.
@@ -118,3 +119,10 @@ def statuses(ds: xr.Dataset, info: Mapping[str, Metric]) -> np.ndarray:
     status = ds["status"].values.astype(object).copy()
     status[(status == "ok") & (healthy_until(ds, info) < recorded(ds))] = "diverged"
     return status.astype(str)
+
+
+def open_judged(path, *, skip_corrupt: bool = False) -> xr.Dataset:
+    """:func:`svibench.results.open_results` with this policy applied (:func:`apply`): what every report and the
+    console's table read, so that they count the same runs."""
+    ds = open_results(path, skip_corrupt=skip_corrupt)
+    return apply(ds, metric_info(ds))

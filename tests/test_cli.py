@@ -117,7 +117,8 @@ def test_exit_status_is_1_when_a_run_failed_with_the_counts_in_the_last_line(tmp
     failing = next(line for line in out.splitlines() if "test-failing" in line)
     assert failing.split()[-1] == "0/1" and "—" in failing
     report = (tmp_path / "results" / "report" / "summary.md").read_text()  # beside the (ignored) results
-    row = next(line for line in report.splitlines() if "test-failing" in line and "0/1" in line)
+    final = report[report.index("Final metrics"):]
+    row = next(line for line in final.splitlines() if "test-failing" in line and line.endswith("0/1 |"))
     assert row.count("—") == failing.count("—")
 
 

@@ -12,7 +12,7 @@ import xarray as xr
 
 from .. import health
 from ..metrics import Metric
-from ..results import answers, metric_info, open_results, run_files
+from ..results import answers, metric_info, run_files
 from ..verdicts import Evidence, Verdict, judge
 from .claims import Claim, parse_claims, parse_references
 from .compare import pools, unranked
@@ -122,8 +122,7 @@ def _target(settings: ReportSettings, metrics: list[str], answered: list[str]) -
 def _load(results: Path, study: str | Path | None) -> tuple[xr.Dataset, dict, Path]:
     """The results judged by the health policy, the manifest (with ``study``'s claims and report table, if given),
     and the results folder."""
-    ds = open_results(results, skip_corrupt=True)
-    ds = health.apply(ds, metric_info(ds))
+    ds = health.open_judged(results, skip_corrupt=True)
     folder = _results_folder(results)
     manifest_path = folder / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}

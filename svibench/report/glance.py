@@ -53,32 +53,29 @@ def _rank_row(rec) -> list[str]:
     return [rec.pool, label, time, first, number(rec.final, 6), versus, _health(rec)]
 
 
-def _leaders(rows: list[list[str]]) -> set[tuple[int, int]]:
-    """The cells to bold: each problem's leader (its "vs leader" cell is a dash and it has a time)."""
-    return {(i, 1) for i, row in enumerate(rows) if row[5] == DASH and row[2] != ""}
-
-
 def ranking_tables(rank: pd.DataFrame, unranked: dict[str, list[str]], target: Target,
                    tolerance: float) -> tuple[Table, Table] | None:
-    """The ranking (:func:`.rank.ranking`) as the first screen's table (top :data:`GLANCE_TOP` per problem) and in
-    detail (every algorithm); a problem where the target's metric is no fair ranking key says so instead."""
+    """The ranking (:func:`.rank.ranking`) as the first screen's table (top :data:`GLANCE_TOP` per problem, each
+    problem's leader in bold) and in detail (every algorithm); a problem where the target's metric is no fair ranking
+    key says so instead."""
     if rank.empty and not unranked:
         return None
     columns = ["problem", "algorithm", "to target (CPU)", "first", f"final {target.metric}", "vs leader", "runs"]
     note = RANKING_NOTE.format(target=target.describe(), tol=tolerance)
-    rows = [_rank_row(rec) for rec in rank.itertuples()]
     left_out = [[pool, f"not ranked on {', '.join(problems)}: its model declares {target.metric} no fair ranking "
                  "key there", "", "", "", "", ""] for pool, problems in sorted(unranked.items())]
-    short, shown = [], {}
-    for row, rec in zip(rows, rank.itertuples()):
+    rows, short, shown, bold, bold_short = [], [], {}, set(), set()
+    for rec in rank.itertuples():
+        rows.append(_rank_row(rec))
+        bold |= {(len(rows) - 1, 1)} if rec.label == rec.leader else set()
         shown[rec.pool] = shown.get(rec.pool, 0) + 1
         if shown[rec.pool] <= GLANCE_TOP:
-            short.append(row)
-    short += [[pool, f"… {n - GLANCE_TOP} more (section Final metrics)", "", "", "", "", ""]
-              for pool, n in shown.items() if n > GLANCE_TOP]
-    return (Table(f"Ranking: first to {target.describe()}", columns, short + left_out, note, _leaders(short), rank),
-            Table(f"Ranking in detail: first to {target.describe()}", columns, rows + left_out, note, _leaders(rows),
-                  rank))
+            short.append(rows[-1])
+            bold_short |= {(len(short) - 1, 1)} if rec.label == rec.leader else set()
+    more = [[pool, f"… {n - GLANCE_TOP} more (section Final metrics)", "", "", "", "", ""]
+            for pool, n in shown.items() if n > GLANCE_TOP]
+    return (Table(f"Ranking: first to {target.describe()}", columns, short + more + left_out, note, bold_short, rank),
+            Table(f"Ranking in detail: first to {target.describe()}", columns, rows + left_out, note, bold, rank))
 
 
 def claims_tables(verdicts: list[Verdict], amended: Amendments) -> list[Table]:
