@@ -23,10 +23,13 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-__all__ = ["write_run", "read_run", "open_results", "run_files", "environment", "ResultsError", "RUN_COORDS"]
+__all__ = ["write_run", "read_run", "open_results", "run_files", "environment", "ResultsError", "RUN_COORDS",
+           "RUN_NUMBERS"]
 
 #: Per-run attributes that become coordinates along ``run`` in the combined Dataset.
 RUN_COORDS = ("run_id", "problem", "model", "dataset", "algorithm", "label", "seed", "params", "status", "message")
+#: Per-run numeric attributes that become float coordinates along ``run`` (NaN for runs written before them).
+RUN_NUMBERS = ("warmup_seconds", "blas_threads")
 
 
 class ResultsError(RuntimeError):
@@ -128,10 +131,13 @@ def open_results(path: str | Path, *, skip_corrupt: bool = False) -> xr.Dataset:
     Returns
     -------
     xarray.Dataset
-        Variables ``iteration``, ``epoch``, ``time`` and every metric, NaN where
-        a run has fewer checkpoints or a metric does not apply; per-run
+        Variables ``iteration``, ``epoch``, ``time`` (algorithm CPU seconds),
+        ``wall_time`` (wall seconds of the same intervals) and every metric, NaN
+        where a run has fewer checkpoints or a metric does not apply; per-run
         coordinates ``problem``, ``model``, ``dataset``, ``algorithm``,
-        ``label``, ``seed``, ``params`` (JSON), ``status``, ``message``;
+        ``label``, ``seed``, ``params`` (JSON), ``status``, ``message``,
+        ``warmup_seconds`` (CPU seconds of the warm-up before the clock) and
+        ``blas_threads`` (BLAS/OpenMP threads in force during the run);
         attributes from the manifest (study, versions, git commit, machine, and
         ``origins``: JSON of where each algorithm, model and dataset came from —
         built-in, entry point with its package's version, or plugin file with
@@ -169,6 +175,7 @@ def open_results(path: str | Path, *, skip_corrupt: bool = False) -> xr.Dataset:
         raise ResultsError(f"{path} holds no readable run files" + (f" ({len(corrupt)} corrupt)" if corrupt else ""))
     runs.sort(key=lambda ds: (ds.attrs["problem"], ds.attrs["label"], int(ds.attrs["seed"]), ds.attrs["run_id"]))
     coords = {name: ("run", [_attr(ds, name) for ds in runs]) for name in RUN_COORDS}
+    coords.update({name: ("run", [float(ds.attrs.get(name, np.nan)) for ds in runs]) for name in RUN_NUMBERS})
     combined = xr.concat(
         [ds.drop_attrs() if hasattr(ds, "drop_attrs") else ds.assign_attrs({}) for ds in runs],
         dim="run",

@@ -249,6 +249,27 @@ def test_header_carries_study_versions_machine_and_parallel_caveat(results, tmp_
     assert "parallel workers" in html and "2 at a time" in html
 
 
+def test_header_says_times_are_cpu_seconds_with_the_warm_up_apart(results):
+    """The clock caveat follows the results: CPU seconds with the warm-up's total as a fact; results written
+    with the wall clock (no `wall_time`) say so; runs with more than one BLAS thread are named."""
+    from svibench.report.header import make_header
+
+    ds = open_results(results)
+    warm = ds["warmup_seconds"].values
+    assert np.isfinite(warm).all() and (warm > 0).all() and (ds["blas_threads"].values == 1).all()
+    header = make_header(ds, {}, ReportSettings(), None)
+    facts = dict(header.facts)
+    assert facts["warm-up"].startswith(f"{warm.sum():.1f} s CPU in all, at most {warm.max():.2f} s in a run")
+    assert header.caveats[0].startswith("Times are CPU seconds of the run's process") and "`wall_time`" in header.caveats[0]
+    assert not any("BLAS/OpenMP pools" in c for c in header.caveats)
+    threads = ds["blas_threads"].values.copy()
+    threads[:3] = 2
+    header = make_header(ds.assign_coords(blas_threads=("run", threads)), {}, ReportSettings(), None)
+    assert "3 run(s) had BLAS/OpenMP pools of up to 2 threads" in header.caveats[1]
+    old = make_header(ds.drop_vars(["wall_time", "warmup_seconds", "blas_threads"]), {}, ReportSettings(), None)
+    assert old.caveats[0].startswith("Times are wall-clock algorithm seconds") and "warm-up" not in dict(old.facts)
+
+
 def test_metric_direction_follows_the_convention_unless_the_study_says_otherwise():
     settings = ReportSettings.parse({})
     assert [settings.lower_is_better(m) for m in ("elbo", "heldout_loglik", "psnr", "test_mse", "neg_loglik",
@@ -375,6 +396,6 @@ def test_the_first_screen_holds_the_ranking_the_verdicts_and_the_headline_figure
             < glance.index("Ranking on final elbo") < glance.index("<img"))
     assert "vmp-beats-svi" in glance
     assert re.search(r'class="v-[a-z]+"><strong>(reproduced|partly|not reproduced|not comparable|not run)<', glance)
-    assert "Suboptimality of elbo against algorithm time" in glance and glance.count("<img") == 1
+    assert "Suboptimality of elbo against algorithm CPU time" in glance and glance.count("<img") == 1
     assert "made up for the test" not in glance  # the source stays in section Claims, with the note
     assert html.index("made up for the test") > html.index('id="claims"')

@@ -6,7 +6,7 @@ never recompute a run.  One module per job:
 - ``settings``  the study's ``[report]`` table: targets and metric directions
 - ``fmt``       numbers as text (``mean ± sd`` with digits set by the spread)
 - ``tables``    final metrics, time to target, paper vs this run, failures
-- ``figures``   metric against algorithm time and epochs, mean ± sd over seeds
+- ``figures``   metric against algorithm CPU time and epochs, mean ± sd over seeds
 - ``header``    study, date, versions, machine, timing caveats
 - ``html``      the self-contained page (figures embedded as base64 PNG)
 - ``markdown``  the GitHub-readable summary (figures as PNG files beside it)

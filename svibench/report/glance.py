@@ -89,7 +89,7 @@ def profile_table(ds: xr.Dataset, settings: ReportSettings, target: Target) -> t
         rows,
         f"Performance profile (Dolan & Moré 2002) over {len(ratios)} instances (problem × seed): ρ(τ) is the "
         "fraction of instances on which the algorithm reaches the target within τ × the fastest algorithm's "
-        "algorithm time on that instance; ρ(1) is how often it is the fastest, 'reached' how often it gets there "
+        "CPU time on that instance; ρ(1) is how often it is the fastest, 'reached' how often it gets there "
         "at all.",
         {(0, 0)},
         profile,
