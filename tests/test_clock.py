@@ -86,3 +86,16 @@ def test_a_competing_busy_process_moves_wall_time_but_not_cpu_time():
     late = np.asarray(alone["time"]) >= 0.25  # the checkpoints past the first few milliseconds
     np.testing.assert_allclose(np.asarray(loaded["time"])[late], np.asarray(alone["time"])[late], rtol=0.25)
     assert loaded["wall_time"][-1] > 1.5 * alone["wall_time"][-1]
+
+
+def test_every_builtin_algorithm_says_what_a_step_is():
+    """docs/steps.md has a row for every registered built-in algorithm (speed claims rest on it)."""
+    from pathlib import Path
+
+    from svibench.registry import get_registry
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "steps.md").read_text()
+    rows = {line.split("|")[1].strip().split(" ")[0].strip("`") for line in text.splitlines() if line.startswith("| `")}
+    builtins = {name for name, entry in get_registry().algorithms.items() if entry.source.startswith("built-in")}
+    assert builtins <= rows, f"docs/steps.md lacks {sorted(builtins - rows)}"
+    assert "never on steps" in text
