@@ -171,6 +171,15 @@ def test_the_warm_up_leaves_the_trajectory_unchanged():
             np.testing.assert_array_equal(warmed[var].values, cold[var].values)
 
 
+def test_a_model_the_warm_up_cannot_copy_fails_the_run_saying_why(faulty_plugin):
+    problem = ProblemSpec("locked", "test-locked", "test-points", {}, {})
+    run = spec("test-sleeper", {"work": 0.0}, budget=Budget(iterations=3), plugins=(faulty_plugin,), problem=problem)
+    ds = execute(run)
+    assert ds.attrs["status"] == "failed" and ds.sizes["checkpoint"] == 0
+    assert ds.attrs["message"].startswith("TypeError: the warm-up cannot copy model 'test-locked' (TypeError: ")
+    assert execute(run, warm=False).attrs["status"] == "ok"
+
+
 def test_a_run_in_this_process_gets_one_blas_thread_and_gives_the_pools_back():
     """CPU time counts every thread: the runner limits BLAS to one thread even where a caller allowed more."""
     from threadpoolctl import threadpool_info, threadpool_limits

@@ -63,6 +63,18 @@ class SlowEvaluation(Model):
         return {"elbo": float(posterior)}
 
 
+class Locked(SlowEvaluation):
+    """Holds a lock: it can be neither deep-copied nor pickled."""
+
+    name = "test-locked"
+
+    def __init__(self, data, *, sleep: float = 0.0) -> None:
+        import threading
+
+        super().__init__(data, sleep=sleep)
+        self.lock = threading.Lock()
+
+
 def burn(seconds: float) -> None:
     """Keep the CPU busy for ``seconds`` of this process's CPU time."""
     end = time.process_time() + seconds
