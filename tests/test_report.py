@@ -259,7 +259,7 @@ def test_header_says_times_are_cpu_seconds_with_the_warm_up_apart(results):
     assert np.isfinite(warm).all() and (warm > 0).all() and (ds["blas_threads"].values == 1).all()
     header = make_header(ds, {}, ReportSettings(), None)
     facts = dict(header.facts)
-    assert facts["warm-up"].startswith(f"{warm.sum():.1f} s CPU in all, at most {warm.max():.2f} s in a run")
+    assert facts["warm-up"].startswith(f"{warm.sum():.3g} s CPU in all, at most {warm.max():.3g} s in a run")
     assert header.caveats[0].startswith("Times are CPU seconds of the run's process") and "`wall_time`" in header.caveats[0]
     assert not any("BLAS/OpenMP pools" in c for c in header.caveats)
     threads = ds["blas_threads"].values.copy()

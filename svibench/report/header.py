@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from .fmt import number
 from .settings import ReportSettings
 
 __all__ = ["Header", "make_header"]
@@ -55,8 +56,9 @@ def _clock(ds: xr.Dataset) -> tuple[list[tuple[str, str]], list[str]]:
                "seconds of the same intervals are kept in the results as `wall_time`."]
     warm = ds["warmup_seconds"].values if "warmup_seconds" in ds.coords else np.array([])
     if np.isfinite(warm).any():
-        facts.append(("warm-up", f"{np.nansum(warm):.1f} s CPU in all, at most {np.nanmax(warm):.2f} s in a run: "
-                                 "compilation (numba) and first calls, before each run's clock, not in its time"))
+        total, most = number(np.nansum(warm), 3), number(np.nanmax(warm), 3)
+        facts.append(("warm-up", f"{total} s CPU in all, at most {most} s in a run: compilation (numba) and first "
+                                 "calls, before each run's clock, not in its time"))
     threads = ds["blas_threads"].values if "blas_threads" in ds.coords else np.array([])
     if (threads > 1).any():
         caveats.append(f"{int((threads > 1).sum())} run(s) had BLAS/OpenMP pools of up to {int(np.nanmax(threads))} "
