@@ -1,11 +1,11 @@
 """A one-line progress bar on stderr, silent when stderr is not a terminal.
 
 Executors report :class:`RunEvent` s to an ``on_progress`` callback: one within
-a run every few tenths of a second (iteration, epoch, algorithm seconds) and one
+a run every few tenths of a second (iteration, epoch, algorithm CPU seconds) and one
 when it ends (its status).  :class:`Progress` is that callback for the command
 line: runs done / total, with the budget already used by the runs in flight
 counted in, elapsed time, ETA and runs not ok; a sweep of one run also shows
-its iteration, epoch and algorithm time.  It draws at once, before any run has
+its iteration, epoch and algorithm time (CPU seconds).  It draws at once, before any run has
 reported.
 """
 from __future__ import annotations
@@ -91,7 +91,7 @@ class Progress:
                 f"  {elapsed:6.1f}s elapsed  ETA {eta}  not ok: {self.failed}")
         if self.single and self.last is not None:
             text += (f"  {self.single}: iteration {self.last.iteration}  epoch {self.last.epoch:.3g}"
-                     f"  {self.last.seconds:.1f}s algorithm time")
+                     f"  {self.last.seconds:.1f}s algorithm CPU time")
         return text
 
     def _draw(self) -> None:

@@ -29,13 +29,15 @@ from .registry import RegistryError, get_registry
 from .summary import metric_names
 
 __all__ = ["write_run", "read_run", "open_results", "run_files", "environment", "ResultsError", "RUN_COORDS",
-           "metric_info", "rankable_runs", "answers", "named", "select_runs"]
+           "RUN_NUMBERS", "metric_info", "rankable_runs", "answers", "named", "select_runs"]
 
 #: Per-run attributes that become coordinates along ``run`` in the combined Dataset: the run's names, their
 #: structured parts (``method``, ``variant``, ``problem_base``, ``problem_grid``; dicts as JSON) and what its
 #: metrics mean (``metric_info``, JSON of :func:`svibench.metrics.table_json`; ``answer``).
 RUN_COORDS = ("run_id", "problem", "problem_base", "problem_grid", "model", "dataset", "algorithm", "label", "method",
               "variant", "seed", "params", "status", "message", "metric_info", "answer")
+#: Per-run numeric attributes that become float coordinates along ``run`` (NaN for runs written before them).
+RUN_NUMBERS = ("warmup_seconds", "blas_threads")
 
 
 class ResultsError(RuntimeError):
@@ -137,10 +139,13 @@ def open_results(path: str | Path, *, skip_corrupt: bool = False) -> xr.Dataset:
     Returns
     -------
     xarray.Dataset
-        Variables ``iteration``, ``epoch``, ``time`` and every metric, NaN where
-        a run has fewer checkpoints or a metric does not apply; per-run
+        Variables ``iteration``, ``epoch``, ``time`` (algorithm CPU seconds),
+        ``wall_time`` (wall seconds of the same intervals) and every metric, NaN
+        where a run has fewer checkpoints or a metric does not apply; per-run
         coordinates :data:`RUN_COORDS` (:func:`metric_info`, :func:`answers`
-        and :func:`select_runs` read them);
+        and :func:`select_runs` read them) and :data:`RUN_NUMBERS`
+        (``warmup_seconds``: CPU seconds of the warm-up before the clock;
+        ``blas_threads``: BLAS/OpenMP threads in force during the run);
         attributes from the manifest (study, versions, git commit, machine, and
         ``origins``: JSON of where each algorithm, model and dataset came from —
         built-in, entry point with its package's version, or plugin file with
@@ -178,6 +183,7 @@ def open_results(path: str | Path, *, skip_corrupt: bool = False) -> xr.Dataset:
         raise ResultsError(f"{path} holds no readable run files" + (f" ({len(corrupt)} corrupt)" if corrupt else ""))
     runs.sort(key=lambda ds: (ds.attrs["problem"], ds.attrs["label"], int(ds.attrs["seed"]), ds.attrs["run_id"]))
     coords = {name: ("run", [_attr(ds, name) for ds in runs]) for name in RUN_COORDS}
+    coords.update({name: ("run", [float(ds.attrs.get(name, np.nan)) for ds in runs]) for name in RUN_NUMBERS})
     combined = xr.concat(
         [ds.drop_attrs() if hasattr(ds, "drop_attrs") else ds.assign_attrs({}) for ds in runs],
         dim="run",

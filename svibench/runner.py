@@ -1,7 +1,12 @@
-"""The runner: one run's loop, budget, clock and evaluation.
+"""The runner: one run's loop, budget, clocks, warm-up and evaluation.
 
-Algorithm time counts ``init`` and ``step`` only; the clock is stopped while
-the model evaluates the posterior.  Randomness comes from Generators derived
+Algorithm time is CPU seconds of the run's process (:mod:`svibench.clock`,
+BLAS/OpenMP limited to one thread) spent in ``init`` and ``step`` only, so load
+on the machine does not move it; the wall seconds of the same intervals are
+kept beside it (``wall_time``).  The clocks are stopped while the model
+evaluates the posterior.  Before they start, :func:`warm_up` runs a throwaway
+copy of the algorithm for one step, so compilation (numba) and first-call costs
+stay out of the trajectory (``warmup_seconds``).  Randomness comes from Generators derived
 from (seed, problem): the algorithm's stream and the evaluation's stream are
 independent children, so evaluating more often never changes a trajectory,
 and algorithms with the same seed on the same problem share their random
@@ -9,6 +14,7 @@ numbers (common random numbers make comparisons sharper).
 """
 from __future__ import annotations
 
+import copy
 import math
 import time
 import traceback
@@ -20,17 +26,20 @@ import numpy as np
 import xarray as xr
 
 from . import health
+from .summary import TRACKED
 from .algorithm import Algorithm, Diverged
 from .metrics import HOW_TO_DECLARE, Metric, table_json
+from .clock import Clock, Stopwatch, one_thread
 from .model import Model, evaluate_posterior
 from .problem import build_model
 from .registry import get_registry
 from .spec import RunSpec, canonical_json
 
-__all__ = ["execute", "run_seeds", "STATUSES"]
+__all__ = ["execute", "run_seeds", "warm_up", "STATUSES", "TRACKED"]
 
 STATUSES = ("ok", "diverged", "failed", "timeout")
-TRACKED = ("iteration", "epoch", "time")
+#: Seed of the warm-up's generator: unrelated to every run's, and its draws are thrown away.
+WARM_UP_SEED = 0x5EED
 
 
 def run_seeds(spec: RunSpec) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
@@ -78,7 +87,7 @@ class _Trajectory:
         self.metrics, self.answer = model.metric_info(), type(model).answer
 
     def record(self, model: Model, alg: Algorithm, rng: np.random.Generator, iteration: int, epoch: float,
-               algorithm_seconds: float) -> None:
+               algorithm_seconds: float, wall_seconds: float) -> None:
         """Evaluate the current posterior and add its row; raise :class:`Diverged` when the row is unhealthy
         (:func:`svibench.health.check_row`: a non-finite value, a value outside its declared range, an objective
         blown up), so that the run ends ``diverged`` with the checkpoints so far."""
@@ -88,7 +97,8 @@ class _Trajectory:
         unknown = set(values) - set(self.metrics)
         if unknown:
             raise ValueError(f"model {model.name!r} returned metrics it does not declare: {sorted(unknown)}; {HOW_TO_DECLARE}")
-        self.rows.append({"iteration": iteration, "epoch": epoch, "time": algorithm_seconds, **values})
+        self.rows.append({"iteration": iteration, "epoch": epoch, "time": algorithm_seconds, "wall_time": wall_seconds,
+                          **values})
         for name, value in values.items():
             if np.isfinite(value):
                 self.first.setdefault(name, value)
@@ -103,62 +113,112 @@ class _Trajectory:
 def execute(
     spec: RunSpec,
     *,
-    clock: Callable[[], float] = time.perf_counter,
+    clock: Clock = Clock(),
     on_step: Callable[[int, float, float], None] | None = None,
+    warm: bool = True,
 ) -> xr.Dataset:
     """Make one run and return its trajectory as an xarray Dataset (dim ``checkpoint``).
 
     Never raises for the run's own faults: an exception ends the run ``failed``
     with its message (hyperparameters that ``check_params`` rejects included),
     a non-finite metric ``diverged``, the wall-clock limit ``timeout``; the
-    checkpoints recorded so far are kept.  ``on_step``, if given, is called
-    after every step with (iteration, epoch, algorithm seconds), outside the
-    clock; it must be cheap (e.g. throttle its output).
+    checkpoints recorded so far are kept.  ``clock`` gives the CPU clock (the
+    algorithm time: budget, ``time``, ``on_step``) and the wall clock
+    (``wall_time``); tests inject their own.  ``warm`` runs :func:`warm_up`
+    before the clock starts.  ``on_step``, if given, is called after every step
+    with (iteration, epoch, algorithm CPU seconds), outside the clock; it must
+    be cheap (e.g. throttle its output).
     """
-    trajectory = _Trajectory()
+    trajectory, timing = _Trajectory(), _Timing(clock, warm)
     status, message, tb = "ok", "", ""
     started = time.monotonic()
     try:
-        status, message = _run(spec, trajectory, clock, on_step, started)
+        status, message = _run(spec, trajectory, timing, on_step, started)
     except Diverged as exc:
         status, message = "diverged", str(exc)
     except Exception as exc:  # the run's own fault: record it, the sweep goes on
         status, message, tb = "failed", f"{type(exc).__name__}: {exc}{_where(exc)}", traceback.format_exc()
     return to_dataset(spec, trajectory.rows, trajectory.metrics, status, message, tb,
                       wall_seconds=time.monotonic() - started, evaluation_seconds=trajectory.evaluation_seconds,
-                      answer=trajectory.answer)
+                      answer=trajectory.answer, **timing.attrs())
 
 
-def _run(spec: RunSpec, trajectory: _Trajectory, clock: Callable[[], float],
+def warm_up(alg: Algorithm, model: Model) -> None:
+    """``init`` and one ``step`` of a throwaway copy of ``alg`` (constructed, not initialised) on a
+    copy of ``model``, with a generator of its own: compiles what the run will call (numba) and pays
+    first-call costs before the clock starts.  Nothing the run uses is touched, so the trajectory is
+    the same with or without it (the conformance check ``check_warm_up_does_not_perturb``).  The copy
+    of the model shares its read-only arrays (nothing can write to them), so it costs the model's own
+    state, not its data."""
+    frozen = [v for v in (*model.data.train.values(), *model.data.test.values(), *vars(model).values())
+              if isinstance(v, np.ndarray) and not v.flags.writeable]
+    try:
+        scratch = copy.deepcopy(model, {id(a): a for a in frozen})
+    except Exception as exc:
+        raise TypeError(f"the warm-up cannot copy model {model.name!r} ({type(exc).__name__}: {exc}); a model must "
+                        "deep-copy and pickle (no locks, open files or Python generators among its attributes)") from exc
+    twin = copy.deepcopy(alg)
+    twin.init(scratch, np.random.default_rng(WARM_UP_SEED))
+    twin.step()
+
+
+class _Timing:
+    """A run's stopwatches, the algorithm's (``init`` and ``step``) and the warm-up's (None: no
+    warm-up), and the BLAS threads in force while they ran."""
+
+    def __init__(self, clock: Clock, warm: bool) -> None:
+        self.algorithm = Stopwatch(clock)
+        self.warm_up = Stopwatch(clock) if warm else None
+        self.blas_threads = math.nan
+
+    def attrs(self) -> dict[str, float]:
+        """The run attributes :func:`to_dataset` records from them."""
+        return {"warmup_seconds": self.warm_up.cpu if self.warm_up is not None else math.nan,
+                "blas_threads": self.blas_threads}
+
+
+def _run(spec: RunSpec, trajectory: _Trajectory, timing: _Timing,
          on_step: Callable[[int, float, float], None] | None, started: float) -> tuple[str, str]:
-    """Validate, init and step until the budget or the time limit ends; (status, message) of the run."""
+    """Validate, warm up, init and step (one BLAS thread) until the budget or the time limit ends;
+    (status, message) of the run."""
     entry = get_registry(spec.plugins).algorithm(spec.algorithm)
     model = build_model(spec.problem, spec.plugins)
     trajectory.describe(model)
     alg = entry.build(dict(spec.params))
     alg.check_params()
+    with one_thread() as timing.blas_threads:
+        if timing.warm_up is not None:
+            timing.warm_up.start()
+            warm_up(alg, model)
+            timing.warm_up.stop()
+        return _loop(spec, trajectory, model, alg, timing.algorithm, on_step, started)
+
+
+def _loop(spec: RunSpec, trajectory: _Trajectory, model: Model, alg: Algorithm, watch: Stopwatch,
+          on_step: Callable[[int, float, float], None] | None, started: float) -> tuple[str, str]:
+    """The timed part of a run: ``init``, then ``step`` until the budget (CPU seconds) or the time limit (wall)."""
     alg_seeds, eval_seeds = run_seeds(spec)
     schedule = _Schedule(spec)
-    seconds = 0.0
 
     def evaluate(iteration: int, epoch: float) -> None:
-        trajectory.record(model, alg, np.random.default_rng(eval_seeds.spawn(1)[0]), iteration, epoch, seconds)
+        rng = np.random.default_rng(eval_seeds.spawn(1)[0])
+        trajectory.record(model, alg, rng, iteration, epoch, watch.cpu, watch.wall)
 
-    t0 = clock()
+    watch.start()
     alg.init(model, np.random.default_rng(alg_seeds))
-    seconds += clock() - t0
+    watch.stop()
     iteration, seen = 0, 0
     evaluate(0, 0.0)
     while True:
-        t0 = clock()
+        watch.start()
         seen += alg.step()
-        seconds += clock() - t0
+        watch.stop()
         iteration += 1
         epoch = seen / model.n_train
-        done = spec.budget.exhausted(iteration, epoch, seconds)
+        done = spec.budget.exhausted(iteration, epoch, watch.cpu)
         if on_step is not None:
-            on_step(iteration, epoch, seconds)
-        if schedule.due(iteration, epoch, seconds) or done:
+            on_step(iteration, epoch, watch.cpu)
+        if schedule.due(iteration, epoch, watch.cpu) or done:
             evaluate(iteration, epoch)
         if done:
             return "ok", ""
@@ -178,13 +238,18 @@ def to_dataset(
     wall_seconds: float = float("nan"),
     evaluation_seconds: float = float("nan"),
     answer: str = "",
+    warmup_seconds: float = float("nan"),
+    blas_threads: float = float("nan"),
 ) -> xr.Dataset:
     """One run's trajectory with its identity in the attributes (the per-run file schema).
 
     The identity includes its structured parts (``method``, ``variant``, ``problem_base``,
     ``problem_grid``; dicts as JSON) and what its metrics mean (``metric_info``: JSON of the
     model's :meth:`~svibench.model.Model.metric_info` on its data, ``answer``), so that reports
-    read them instead of parsing names.
+    read them instead of parsing names.  ``wall_seconds``: the whole run, wall clock;
+    ``evaluation_seconds``: evaluation, wall clock; ``warmup_seconds``: :func:`warm_up`, CPU
+    seconds (NaN: no warm-up); ``blas_threads``: the largest BLAS/OpenMP pool in force during
+    the run (1 when pinned).
     """
     names = list(TRACKED) + [m for m in metrics if m not in TRACKED]
     names += sorted({k for row in rows for k in row} - set(names))
@@ -215,5 +280,7 @@ def to_dataset(
         evaluation_seconds=evaluation_seconds,
         metric_info=table_json(metrics),
         answer=answer,
+        warmup_seconds=warmup_seconds,
+        blas_threads=blas_threads,
     )
     return ds

@@ -6,16 +6,18 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-__all__ = ["final_values", "final_table", "metric_names"]
-
-NOT_METRICS = ("iteration", "epoch", "time")
+#: Per-checkpoint variables that are not metrics: progress, CPU seconds (``time``) and wall seconds (the runner
+#: records them beside every metric).
+TRACKED = ("iteration", "epoch", "time", "wall_time")
 #: The per-run coordinates :func:`final_values` keeps (``seed`` besides).
 IDENTITY = ("problem", "problem_base", "label", "method", "algorithm", "status", "message")
 
+__all__ = ["final_values", "final_table", "metric_names", "TRACKED"]
+
 
 def metric_names(ds: xr.Dataset) -> list[str]:
-    """The metric variables of a results Dataset (everything but iteration/epoch/time)."""
-    return [str(v) for v in ds.data_vars if v not in NOT_METRICS]
+    """The metric variables of a results Dataset (everything but the tracked iteration, epoch, time, wall_time)."""
+    return [str(v) for v in ds.data_vars if v not in TRACKED]
 
 
 def final_values(ds: xr.Dataset) -> pd.DataFrame:
@@ -27,7 +29,7 @@ def final_values(ds: xr.Dataset) -> pd.DataFrame:
         k = int(last[r])
         row = {name: str(ds[name].values[r]) for name in IDENTITY}
         row["seed"] = int(ds["seed"].values[r])
-        for var in ("iteration", "epoch", "time", *metric_names(ds)):
+        for var in (*[v for v in TRACKED if v in ds], *metric_names(ds)):
             row[var] = float(ds[var].values[r, k]) if k >= 0 else np.nan
         rows.append(row)
     return pd.DataFrame(rows)

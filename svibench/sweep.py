@@ -191,7 +191,7 @@ def run_study(
     if execution.get("parallel_workers", 1) > 1:
         execution.setdefault(
             "timing_note",
-            f"{execution['parallel_workers']} runs executed in parallel; algorithm times include contention "
+            f"{execution['parallel_workers']} runs executed in parallel; algorithm (CPU) times include contention "
             "for memory bandwidth and caches and are not serial timings",
         )
     folder = Path(out)

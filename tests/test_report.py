@@ -254,6 +254,27 @@ def test_a_study_cannot_override_a_declared_direction_and_targets_follow_the_dec
     with pytest.raises(ReportError, match=r"\[report\] lower_is_better: which way is better is declared by the model"):
         ReportSettings.check({"lower_is_better": ["elbo"]}, {"elbo"})
     assert ReportSettings.parse({"higher_is_better": ["x"]}).ignored == ("higher_is_better",)  # older results: a caveat
+
+
+def test_header_says_times_are_cpu_seconds_with_the_warm_up_apart(results):
+    """The clock caveat follows the results: CPU seconds with the warm-up's total as a fact; results written
+    with the wall clock (no `wall_time`) say so; runs with more than one BLAS thread are named."""
+    from svibench.report.header import make_header
+
+    ds = open_results(results)
+    warm = ds["warmup_seconds"].values
+    assert np.isfinite(warm).all() and (warm > 0).all() and (ds["blas_threads"].values == 1).all()
+    header = make_header(ds, {}, ReportSettings(), None)
+    facts = dict(header.facts)
+    assert facts["warm-up"].startswith(f"{warm.sum():.3g} s CPU in all, at most {warm.max():.3g} s in a run")
+    assert header.caveats[0].startswith("Times are CPU seconds of the run's process") and "`wall_time`" in header.caveats[0]
+    assert not any("BLAS/OpenMP pools" in c for c in header.caveats)
+    threads = ds["blas_threads"].values.copy()
+    threads[:3] = 2
+    header = make_header(ds.assign_coords(blas_threads=("run", threads)), {}, ReportSettings(), None)
+    assert "3 run(s) had BLAS/OpenMP pools of up to 2 threads" in header.caveats[1]
+    old = make_header(ds.drop_vars(["wall_time", "warmup_seconds", "blas_threads"]), {}, ReportSettings(), None)
+    assert old.caveats[0].startswith("Times are wall-clock algorithm seconds") and "warm-up" not in dict(old.facts)
     target = ReportSettings.parse({"target": {"metric": "test_mse", "relative": 0.1}}).targets[0]
     assert target.threshold(2.0, lower=True) == pytest.approx(2.2)
     assert target.threshold(-100.0, lower=False) == pytest.approx(-110.0)
@@ -377,7 +398,7 @@ def test_the_first_screen_holds_the_ranking_the_verdicts_and_the_headline_figure
     assert "vmp-beats-svi" in glance
     assert re.search(r'class="v-[a-z]+"><strong>(reproduced|partly|not reproduced|inconclusive|incomplete|not comparable|'
                      r'not run)<', glance)
-    assert "Suboptimality of elbo against" in glance and "best variant of each method" in glance
+    assert "Suboptimality of elbo against algorithm CPU time" in glance and "best variant of each method" in glance
     assert glance.count("<img") == 1
     assert "made up for the test" not in glance  # the source stays in section Claims, with the note
     assert html.index("made up for the test") > html.index('id="claims"')

@@ -48,10 +48,11 @@ def test_evaluation_that_sleeps_does_not_count_as_algorithm_time(faulty_plugin):
     ds = execute(spec("test-sleeper", {"work": 0.002}, budget=Budget(iterations=20), plugins=(faulty_plugin,), problem=problem))
     assert ds.attrs["status"] == "ok", ds.attrs["message"]
     n_evals = ds.sizes["checkpoint"]
-    # 20 steps of 2 ms each: ~0.04 s of algorithm time; the evaluations slept 0.05 s each,
-    # n_evals (≥ 8) times, so counting them would add ≥ 0.4 s.
+    # 20 steps of 2 ms CPU each: ~0.04 s of algorithm time; the evaluations slept 0.05 s each,
+    # n_evals (≥ 8) times, so counting them would add ≥ 0.4 s to the wall time.
     assert n_evals >= 8
     assert 0.04 <= ds["time"].values[-1] < 0.04 + 0.5 * 0.05 * n_evals
+    assert ds["time"].values[-1] <= ds["wall_time"].values[-1] < 0.04 + 0.5 * 0.05 * n_evals
     assert ds.attrs["evaluation_seconds"] >= 0.05 * n_evals
 
 
@@ -79,20 +80,27 @@ def test_failing_and_diverging_runs_are_recorded_while_the_sweep_goes_on(tmp_pat
     assert np.isfinite(failed["elbo"].values[:, 0]).all()
 
 
-def test_timeout_ends_a_run_with_its_checkpoints_kept(faulty_plugin):
+def test_timeout_ends_a_run_with_its_checkpoints_kept_and_is_wall_clock(faulty_plugin):
+    """Steps that sleep use no CPU time: the time limit (a safety limit) is on the wall clock."""
     problem = ProblemSpec("slow", "test-slow-eval", "test-points", {"sleep": 0.0}, {})
-    ds = execute(spec("test-sleeper", {"work": 0.02}, budget=Budget(iterations=10_000), plugins=(faulty_plugin,),
-                      problem=problem, timeout=0.3))
+    ds = execute(spec("test-sleeper", {"work": 0.0, "sleep": 0.02}, budget=Budget(iterations=10_000),
+                      plugins=(faulty_plugin,), problem=problem, timeout=0.3))
     assert ds.attrs["status"] == "timeout"
     assert "time limit" in ds.attrs["message"]
     assert 5 < ds["iteration"].values[-1] < 10_000
+    assert ds["time"].values[-1] < 0.1 < ds["wall_time"].values[-1]
 
 
-def test_seconds_budget_stops_on_algorithm_time(faulty_plugin):
+def test_seconds_budget_stops_on_algorithm_cpu_time(faulty_plugin):
+    """Each step works 10 ms of CPU and sleeps 10 ms: a budget of 0.2 s is 20 steps of CPU time
+    (a wall-clock budget would stop after about 10)."""
     problem = ProblemSpec("slow", "test-slow-eval", "test-points", {"sleep": 0.01}, {})
-    ds = execute(spec("test-sleeper", {"work": 0.01}, budget=Budget(seconds=0.2), plugins=(faulty_plugin,), problem=problem))
+    ds = execute(spec("test-sleeper", {"work": 0.01, "sleep": 0.01}, budget=Budget(seconds=0.2),
+                      plugins=(faulty_plugin,), problem=problem))
     assert ds.attrs["status"] == "ok"
     assert 0.2 <= ds["time"].values[-1] < 0.3
+    assert ds["iteration"].values[-1] >= 20
+    assert ds["wall_time"].values[-1] >= ds["time"].values[-1] + 0.01 * ds["iteration"].values[-1]
 
 
 def test_an_unknown_algorithm_in_a_spec_fails_the_run_with_the_valid_names():
@@ -134,3 +142,51 @@ def test_a_posterior_of_the_wrong_type_is_named_in_one_line(tmp_path):
     assert ds.attrs["message"].startswith(
         "TypeError: model 'gmm' evaluates a svibench.capabilities.conjugate.ConjugatePosterior; "
         "the algorithm's posterior() returned a dict")
+
+
+def test_the_warm_up_keeps_compilation_off_the_clock(faulty_plugin):
+    """A step that compiles on its first call in the process (0.3 s of CPU) is warmed up before the
+    clock starts: the run's time holds its steps only, and the compilation is ``warmup_seconds``."""
+    problem = ProblemSpec("slow", "test-slow-eval", "test-points", {"sleep": 0.0}, {})
+
+    def run(warm):
+        params = {"key": f"warm={warm}", "compile": 0.3, "work": 0.001}
+        return execute(spec("test-compiling", params, budget=Budget(iterations=20), plugins=(faulty_plugin,),
+                            problem=problem), warm=warm)
+
+    warmed, cold = run(True), run(False)
+    assert warmed.attrs["status"] == cold.attrs["status"] == "ok"
+    assert warmed["time"].values[-1] < 0.1 and warmed.attrs["warmup_seconds"] >= 0.3
+    assert cold["time"].values[-1] >= 0.3 and np.isnan(cold.attrs["warmup_seconds"])
+
+
+def test_the_warm_up_leaves_the_trajectory_unchanged():
+    """Chol's numba kernels and an SVI run: the same seed gives identical metrics with and without warm-up."""
+    logreg = ProblemSpec("logreg/breast-cancer", "logreg", "breast-cancer", {"delta": 1.0}, {"split": 0})
+    for run in (spec(), spec("chol", {}, problem=logreg, budget=Budget(iterations=3))):
+        warmed, cold = execute(run), execute(run, warm=False)
+        assert warmed.attrs["status"] == cold.attrs["status"] == "ok", warmed.attrs["message"]
+        assert warmed.attrs["warmup_seconds"] > 0
+        for var in ("iteration", "epoch", *[str(m) for m in warmed.data_vars if m not in ("time", "wall_time")]):
+            np.testing.assert_array_equal(warmed[var].values, cold[var].values)
+
+
+def test_a_model_the_warm_up_cannot_copy_fails_the_run_saying_why(faulty_plugin):
+    problem = ProblemSpec("locked", "test-locked", "test-points", {}, {})
+    run = spec("test-sleeper", {"work": 0.0}, budget=Budget(iterations=3), plugins=(faulty_plugin,), problem=problem)
+    ds = execute(run)
+    assert ds.attrs["status"] == "failed" and ds.sizes["checkpoint"] == 0
+    assert ds.attrs["message"].startswith("TypeError: the warm-up cannot copy model 'test-locked' (TypeError: ")
+    assert execute(run, warm=False).attrs["status"] == "ok"
+
+
+def test_a_run_in_this_process_gets_one_blas_thread_and_gives_the_pools_back():
+    """CPU time counts every thread: the runner limits BLAS to one thread even where a caller allowed more."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    with threadpool_limits(limits=2):
+        before = [pool["num_threads"] for pool in threadpool_info()]
+        ds = execute(spec())
+        after = [pool["num_threads"] for pool in threadpool_info()]
+    assert ds.attrs["status"] == "ok" and ds.attrs["blas_threads"] == 1
+    assert after == before and max(before) == 2

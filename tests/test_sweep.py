@@ -27,7 +27,7 @@ TEST_PROBLEM = ProblemSpec("t", "test-slow-eval", "test-points", {"sleep": 0.0},
 def trajectories(ds):
     """Everything but times, keyed by run id."""
     return {
-        str(rid): {v: ds[v].values[i] for v in ds.data_vars if v != "time"} | {"status": str(ds.status.values[i])}
+        str(rid): {v: ds[v].values[i] for v in ds.data_vars if v not in ("time", "wall_time")} | {"status": str(ds.status.values[i])}
         for i, rid in enumerate(ds.run_id.values)
     }
 

@@ -3,7 +3,7 @@ caller (the sweep) writes them, so workers never touch the results folder.
 
 Every executor takes ``on_progress``, a callable it calls with a
 :class:`~svibench.progress.RunEvent` within each run (iteration, epoch,
-algorithm seconds; at most every few tenths of a second) and once when the
+algorithm CPU seconds; at most every few tenths of a second) and once when the
 run ends (its status), so a single long run shows its progress wherever it
 executes.
 
@@ -13,8 +13,11 @@ executes.
     Dask distributed: an existing scheduler or a ``LocalCluster``.
 
 Worker processes pin BLAS/OpenMP to one thread, so parallel runs do not
-oversubscribe the cores (timings of parallel runs are still not serial timings:
-the sweep records the number of workers in the results).
+oversubscribe the cores, and the runner limits the pools to one thread in any
+process (algorithm time is CPU time, which counts every thread; see
+:mod:`svibench.clock`).  CPU time barely moves with the load, but parallel runs
+still share caches and memory bandwidth: the sweep records the number of workers
+in the results.
 """
 from .base import THREAD_VARS, TIMEOUT_GRACE, Executor, ExecutorError, pinned_threads
 from .dask import dask_slots, run_dask

@@ -1,13 +1,12 @@
 """What every executor shares: its error, thread pinning, lost runs and progress reporting."""
 from __future__ import annotations
 
-import os
 import time
-from contextlib import contextmanager
 from typing import Callable, Iterator, Protocol, Sequence
 
 import xarray as xr
 
+from ..clock import THREAD_VARS, pinned_threads
 from ..progress import RunEvent
 from ..runner import to_dataset
 from ..spec import RunSpec
@@ -15,8 +14,6 @@ from ..spec import RunSpec
 __all__ = ["Executor", "ExecutorError", "OnProgress", "StepReporter", "finished", "ignore", "lost_run", "pinned_threads",
            "THREAD_VARS", "TIMEOUT_GRACE"]
 
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-               "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
 #: Seconds past a run's own time limit before its worker is killed (the runner
 #: stops by itself at the limit between steps; this catches a step that hangs).
 TIMEOUT_GRACE = 30.0
@@ -38,21 +35,6 @@ class ExecutorError(RuntimeError):
 
 def ignore(event: RunEvent) -> None:
     """The ``on_progress`` of a caller that does not follow progress."""
-
-
-@contextmanager
-def pinned_threads(threads: int = 1):
-    """Set the BLAS/OpenMP thread variables while worker processes are started."""
-    saved = {k: os.environ.get(k) for k in THREAD_VARS}
-    os.environ.update({k: str(threads) for k in THREAD_VARS})
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def lost_run(spec: RunSpec, reason: str) -> xr.Dataset:

@@ -6,7 +6,7 @@ never recompute a run.  One module per job:
 - ``settings``  the study's ``[report]`` table: targets, figures, pooling (what a metric means is the model's: ``svibench.metrics``)
 - ``fmt``       numbers as text (``mean ± sd`` with digits set by the spread)
 - ``tables``    final metrics, time to target, paper vs this run, failures
-- ``figures``   metric against algorithm time and epochs, mean ± sd over seeds
+- ``figures``   metric against algorithm CPU time and epochs, mean ± sd over seeds
 - ``header``    study, date, versions, machine, timing caveats
 - ``frozen``    claims frozen with the results: which claims were amended after the runs
 - ``notes``     claim notes' placeholders filled from the results, and the measured-number rule

@@ -10,7 +10,7 @@ and whether a run had finished.
   (:func:`svibench.results.rankable_runs`); :func:`unranked` names their pools.
 - **Performance profile** (Dolan & Moré 2002, Math. Program. 91:201): over
   the instances (problem, seed), the fraction on which an algorithm reaches
-  the target within τ × the fastest algorithm's time on that instance.
+  the target within τ × the fastest algorithm's CPU time on that instance.
 - **Unconverged.** A run whose metric still moved by more than the
   tolerance (relative) over its last 10% of checkpoints.
 """

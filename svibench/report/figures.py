@@ -1,4 +1,4 @@
-"""Seaborn figures: metrics against algorithm time and epochs, final values, and the performance profile.
+"""Seaborn figures: metrics against algorithm CPU time and epochs, final values, and the performance profile.
 
 One figure per (metric, axis), one panel per problem (the grid points of a
 ``[[problem]]``, e.g. random splits, share its base's panel).  Metrics their
@@ -29,7 +29,7 @@ __all__ = ["ReportFigure", "palette", "resample", "best_known", "suboptimality",
 
 GRID_POINTS = 60
 LOG_DECADES = 2.0
-AXES = {"time": "algorithm time (s)", "epoch": "epochs"}
+AXES = {"time": "algorithm CPU time (s)", "epoch": "epochs"}
 #: Suboptimality drawn for f = f* when no run has a positive one.
 FLOOR = 1e-12
 
@@ -290,13 +290,13 @@ def profile_figure(ratios: pd.DataFrame, colours: dict, target: str, *, dpi: int
         ax.step(taus, rho, where="post", color=colours.get(label), label=label, linewidth=2)
     ax.set_xscale("log")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("τ (time / fastest time on the instance)")
+    ax.set_xlabel("τ (CPU time / fastest CPU time on the instance)")
     ax.set_ylabel("fraction of instances")
     ax.grid(True, alpha=0.3)
     fig.legend(loc="outside right upper", frameon=False)
     return ReportFigure("performance-profile", f"Performance profile: time to the {target} target",
                         "Fraction of instances (problem × seed) on which an algorithm reaches the target within τ × "
-                        "the fastest algorithm's time on that instance (Dolan & Moré 2002); right end: the fraction "
+                        "the fastest algorithm's CPU time on that instance (Dolan & Moré 2002); right end: the fraction "
                         "it reaches at all.", _compact_png(fig, dpi).getvalue())
 
 

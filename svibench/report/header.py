@@ -7,8 +7,10 @@ from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+import numpy as np
 import xarray as xr
 
+from .fmt import number
 from .settings import ReportSettings
 
 __all__ = ["Header", "make_header"]
@@ -43,6 +45,27 @@ def _report_libraries() -> str:
     return ", ".join(out)
 
 
+def _clock(ds: xr.Dataset) -> tuple[list[tuple[str, str]], list[str]]:
+    """(facts, caveats) on what the times are: the clock, the warm-up's total, threads beyond one."""
+    if "wall_time" not in ds:
+        return [], ["Times are wall-clock algorithm seconds (`init` and `step` only, evaluation excluded): these "
+                    "results were written before svibench timed CPU seconds, so they move with the load on the machine."]
+    facts: list[tuple[str, str]] = []
+    caveats = ["Times are CPU seconds of the run's process in `init` and `step` only, with BLAS/OpenMP pinned to one "
+               "thread; evaluation and the warm-up are excluded, so load on the machine barely moves them. The wall "
+               "seconds of the same intervals are kept in the results as `wall_time`."]
+    warm = ds["warmup_seconds"].values if "warmup_seconds" in ds.coords else np.array([])
+    if np.isfinite(warm).any():
+        total, most = number(np.nansum(warm), 3), number(np.nanmax(warm), 3)
+        facts.append(("warm-up", f"{total} s CPU in all, at most {most} s in a run: compilation (numba) and first "
+                                 "calls, before each run's clock, not in its time"))
+    threads = ds["blas_threads"].values if "blas_threads" in ds.coords else np.array([])
+    if (threads > 1).any():
+        caveats.append(f"{int((threads > 1).sum())} run(s) had BLAS/OpenMP pools of up to {int(np.nanmax(threads))} "
+                       "threads (a library refused the limit): their CPU time counts every thread.")
+    return facts, caveats
+
+
 def make_header(ds: xr.Dataset, manifest: dict[str, Any], settings: ReportSettings,
                 results_written: datetime | None, now: datetime | None = None) -> Header:
     """Facts from the results' attributes and manifest; caveats where the timing needs one."""
@@ -60,7 +83,8 @@ def make_header(ds: xr.Dataset, manifest: dict[str, Any], settings: ReportSettin
         ("machine", str(attrs.get("machine", "?"))),
         ("libraries", f"Python {attrs.get('python_version', '?')}, {libs}" + (f"; report: {_report_libraries()}")),
     ]
-    caveats = ["Times are algorithm seconds: the clock runs during `init` and `step` only; evaluation is excluded."]
+    clock_facts, caveats = _clock(ds)
+    facts += clock_facts
     workers = attrs.get("parallel_workers")  # written by the sweep with its executor settings
     if workers is not None:
         facts.append(("parallel workers", str(workers)))

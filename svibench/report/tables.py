@@ -100,10 +100,10 @@ def final_metrics(ds: xr.Dataset) -> Table:
     arrows = ["↓" if info[m].lower else "↑" for m in metrics]
     return Table(
         "Final metrics",
-        ["problem", "algorithm", "time (s)", *(f"{m} {a}" for m, a in zip(metrics, arrows)), "runs ok"],
+        ["problem", "algorithm", "CPU time (s)", *(f"{m} {a}" for m, a in zip(metrics, arrows)), "runs ok"],
         rows,
-        "Value at the last checkpoint, mean ± sd over the seeds whose run finished ok; time is algorithm "
-        "seconds (evaluation excluded). ↑ higher is better, ↓ lower is better; the best mean per problem is in bold.",
+        "Value at the last checkpoint, mean ± sd over the seeds whose run finished ok; time is the algorithm's "
+        "CPU seconds (init and step; evaluation and warm-up excluded). ↑ higher is better, ↓ lower is better; the best mean per problem is in bold.",
         bold,
         data,
     )
@@ -169,7 +169,7 @@ def reach_records(ds: xr.Dataset, target: Target) -> pd.DataFrame:
 
 
 def time_to_target(ds: xr.Dataset, target: Target) -> Table | None:
-    """Algorithm time and epochs at the first checkpoint that reaches ``target``, per (problem, algorithm).
+    """Algorithm CPU time and epochs at the first checkpoint that reaches ``target``, per (problem, algorithm).
 
     Mean ± sd over the seeds that reached it (:func:`reach_records`); every seed of the group counts in the
     denominator.
@@ -196,7 +196,7 @@ def time_to_target(ds: xr.Dataset, target: Target) -> Table | None:
     bold = _bold_best(by_problem, list(data["time_mean"]), 3, lower=True)
     return Table(
         f"Time to target: {target.describe()}",
-        ["problem", "algorithm", f"target {target.metric}", "time (s)", "epochs", "seeds reached"],
+        ["problem", "algorithm", f"target {target.metric}", "CPU time (s)", "epochs", "seeds reached"],
         rows,
         f"First checkpoint at which {target.metric} {'≤' if lower else '≥'} the target "
         f"({'lower' if lower else 'higher'} is better); the best final value is taken over the problem's ok runs. "

@@ -152,6 +152,25 @@ def check_evaluation_does_not_perturb(subject: Subject) -> None:
                               "posterior() must not change state or do work the clock would miss")
 
 
+def check_warm_up_does_not_perturb(subject: Subject) -> None:
+    """The runner's warm-up (a throwaway copy of the algorithm, one step on a copy of the model, before
+    the clock starts) works on every claimed model and leaves the trajectory unchanged."""
+    from ..runner import warm_up
+
+    for problem in subject.claimed():
+        model = problem.build(subject.plugins)
+        try:
+            warm_up(subject.build(), model)
+        except Exception as exc:
+            raise CheckFailed(f"on {problem.model}, the warm-up raised {type(exc).__name__}: {exc}") from None
+        warmed = trial(subject, problem, seed=0, steps=FEW_STEPS, model=model)
+        cold = trial(subject, problem, seed=0, steps=FEW_STEPS)
+        diff = differences(cold.alg.posterior(), warmed.alg.posterior()) + differences(cold.metrics(), warmed.metrics())
+        if diff:
+            raise CheckFailed(f"on {problem.model}, a warm-up before the run changes its trajectory ({', '.join(diff[:4])}); "
+                              "keep no state outside the instance (class attributes, module globals)")
+
+
 def check_does_not_mutate_data(subject: Subject) -> None:
     """Data and model arrays are unchanged by value, stay read-only, and the algorithm holds no writable view of them."""
     for problem in subject.claimed():
@@ -287,6 +306,7 @@ CHECKS: tuple[Callable[[Subject], None], ...] = (
     check_deterministic_by_seed,
     check_seed_matters,
     check_evaluation_does_not_perturb,
+    check_warm_up_does_not_perturb,
     check_does_not_mutate_data,
     check_finite_metrics,
     check_improves_over_init,

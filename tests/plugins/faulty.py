@@ -1,5 +1,6 @@
 """Test-only algorithms and models, loaded as a plugin file: one that fails, one that
-diverges, one whose evaluation is slow (for the clock test)."""
+diverges, one whose evaluation is slow, one that works or waits a given time per step
+and one whose first step compiles (for the clock tests)."""
 from __future__ import annotations
 
 import time
@@ -44,7 +45,7 @@ def points(*, n: int = 10, seed: int = 0) -> Dataset:
 
 
 class SlowEvaluation(Model):
-    """Evaluation sleeps ``sleep`` seconds; the algorithm below sleeps ``work`` per step."""
+    """Evaluation sleeps ``sleep`` seconds (an algorithm's clock must not count them)."""
 
     name = "test-slow-eval"
     data_kinds = ("test",)
@@ -64,23 +65,65 @@ class SlowEvaluation(Model):
         return {"elbo": float(posterior)}
 
 
+class Locked(SlowEvaluation):
+    """Holds a lock: it can be neither deep-copied nor pickled."""
+
+    name = "test-locked"
+
+    def __init__(self, data, *, sleep: float = 0.0) -> None:
+        import threading
+
+        super().__init__(data, sleep=sleep)
+        self.lock = threading.Lock()
+
+
+def burn(seconds: float) -> None:
+    """Keep the CPU busy for ``seconds`` of this process's CPU time."""
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
 class Sleeper(Algorithm):
+    """Each step works ``work`` CPU seconds (busy), then sleeps ``sleep`` wall seconds (no CPU)."""
+
     name = "test-sleeper"
 
-    def __init__(self, *, work: float = 0.01) -> None:
-        self.work = work
+    def __init__(self, *, work: float = 0.01, sleep: float = 0.0) -> None:
+        self.work, self.sleep = work, sleep
 
     def init(self, model, rng):
         self.value_ = 0.0
         self.rng_ = rng
 
     def step(self):
-        time.sleep(self.work)
+        burn(self.work)
+        time.sleep(self.sleep)
         self.value_ += self.rng_.normal()
         return 10
 
     def posterior(self):
         return self.value_
+
+
+#: Keys of the "compiled" Compiling steps in this process (numba keeps its dispatchers per process).
+COMPILED: set[str] = set()
+
+
+class Compiling(Sleeper):
+    """Its first step in a process with a given ``key`` also "compiles": ``compile`` more CPU seconds,
+    as a numba kernel's first call does."""
+
+    name = "test-compiling"
+
+    def __init__(self, *, key: str = "k", compile: float = 0.2, work: float = 0.001) -> None:
+        self.key, self.compile, self.work, self.sleep = key, compile, work, 0.0
+
+    def step(self):
+        if self.key not in COMPILED:
+            burn(self.compile)
+            COMPILED.add(self.key)
+        return super().step()
 
 
 class Diverging(Sleeper):
@@ -112,7 +155,7 @@ class Killer(Sleeper):
     name = "test-killer"
 
     def __init__(self, *, work: float = 0.001, kill_at: int = 2, marker: str = "") -> None:
-        self.work, self.kill_at, self.marker = work, kill_at, marker
+        self.work, self.sleep, self.kill_at, self.marker = work, 0.0, kill_at, marker
 
     def step(self):
         import os
@@ -134,7 +177,7 @@ class Hanger(Sleeper):
     name = "test-hanger"
 
     def __init__(self, *, hang: float = 60.0) -> None:
-        self.work, self.hang = 0.0, hang
+        self.work, self.sleep, self.hang = 0.0, 0.0, hang
 
     def step(self):
         self.t_ = getattr(self, "t_", 0) + 1
@@ -149,7 +192,7 @@ class Hog(Sleeper):
     name = "test-hog"
 
     def __init__(self, *, gib: float = 8.0) -> None:
-        self.work, self.gib = 0.0, gib
+        self.work, self.sleep, self.gib = 0.0, 0.0, gib
 
     def step(self):
         self.t_ = getattr(self, "t_", 0) + 1
