@@ -250,3 +250,14 @@ def test_faster_while_reaching_the_same_error_needs_both():
 def test_two_runs_at_the_target_from_their_start_tie():
     runs = [run("A", s, [-1.0, -1.0]) for s in range(3)] + [run("B", s, [-1.0, -1.0]) for s in range(3)]
     assert verdict(runs, claim(**FASTER)).verdict == "not reproduced"
+
+
+def test_where_runs_end_needs_them_to_have_ended_and_a_variant_is_chosen_by_its_final_value_when_none_gets_there():
+    moving = [-10] + list(np.linspace(-5, -1.0, 20))
+    runs = [run("A", s, [-10, -1.0] + [-1.0] * 19) for s in range(3)] + [run("B", s, moving, tail=0) for s in range(3)]
+    c = dict(FASTER, target={"relative": 0.01}, final="equivalent", tolerance=0.01)
+    assert verdict(runs, claim(**c)).verdict == "inconclusive"  # B is still moving: where it ends is not known
+    assert verdict(runs, claim(**c, at_budget=True)).verdict == "reproduced"
+    runs = [run("A", s, [-10, -1.0]) for s in range(3)]
+    runs += [run(f"B ({k})", s, [-10, v], method="B") for s in range(3) for k, v in (("z weak", -9.0), ("a strong", -5.0))]
+    assert verdict(runs, claim(**FASTER)).variants["p"]["B"] == "B (a strong)"  # neither reaches: the better final

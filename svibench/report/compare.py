@@ -75,7 +75,7 @@ def pairs(ds: xr.Dataset, metric: str, split_panels: bool = False) -> pd.DataFra
 
 def unranked(ds: xr.Dataset, metric: str, split_panels: bool = False) -> dict[str, list[str]]:
     """Pool → its problems with an ok run whose model declares ``metric`` no fair ranking key on its data (e.g.
-    ``psnr_fit`` on a denoising problem: a fit to the noisy pixels): the runs :func:`ranking` leaves out."""
+    ``psnr_fit`` on a denoising problem: a fit to the noisy pixels): the runs :func:`.rank.ranking` leaves out."""
     ok = ds["status"].values == "ok"
     reported = np.isfinite(ds[metric].values).any(axis=1) if metric in ds else np.zeros_like(ok)
     left_out = ok & reported & ~rankable_runs(ds, metric)

@@ -14,8 +14,9 @@ The rule, stated in every report with its n:
   reproduced* when none does, *partly* when the units disagree only between
   problems (each problem unanimous on ≥ 3 units), else *inconclusive*.  Fewer
   than 3 units is *inconclusive*, and so is a claim judged on an unconverged run
-  unless it is declared ``at_budget`` (faster claims read the time a target is
-  reached, so convergence does not enter them).
+  unless it is declared ``at_budget`` (a faster claim reads the time a target is
+  reached, so convergence enters it only when it also says where the runs end,
+  ``final``).
 - A ``value`` claim declared ``comparable = false`` is *not comparable*
   whatever its numbers; *not run* when no unit exists at all, or the claim says
   why the study cannot run it yet (``not_run``).
@@ -82,7 +83,7 @@ def _decide(claim: Claim, table: pd.DataFrame, missing: list[str]) -> tuple[str,
     if n < MIN_UNITS:
         return "inconclusive", f"n = {n} paired unit(s), fewer than {MIN_UNITS}"
     moving = int(table["unconverged"].sum())
-    if moving and not claim.at_budget and claim.kind != "faster":
+    if moving and not claim.at_budget:
         return "inconclusive", f"{moving} of {n} units have an unconverged run and the claim is not at a budget"
     if held == n:
         return "reproduced", f"holds on all n = {n} paired units"

@@ -26,14 +26,16 @@ Chosen = dict[str, dict[str, str]]
 
 
 def _choose(ev: Evidence, claim: Claim, problems: list[str], name: str, score: Callable[[int], float]) -> str:
-    """The variant of ``name`` with the best (highest) median ``score`` over its ok runs on ``problems``."""
+    """The variant of ``name`` with the best (highest) median ``score`` over its ok runs on ``problems``; between
+    equal scores (e.g. no variant reached a target), the best median final value of the claim's metric."""
     candidates = ev.labels(claim, name)
+    final = _final_score(ev, claim)
 
-    def median_score(label: str) -> float:
+    def median_of(label: str, of: Callable[[int], float]) -> float:
         rows = ev.runs.index[ev.runs["problem"].isin(problems) & (ev.runs["label"] == label) & (ev.runs["status"] == "ok")]
-        scores = [score(int(r)) for r in rows]
+        scores = [of(int(r)) for r in rows]
         return median(scores) if scores else -math.inf
-    return max(candidates, key=lambda label: (median_score(label), label))
+    return max(candidates, key=lambda label: (median_of(label, score), median_of(label, final), label))
 
 
 def _final_score(ev: Evidence, claim: Claim) -> Callable[[int], float]:
@@ -131,7 +133,7 @@ def _faster(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
         rows.append(_unit(pool, problem, seed, sooner and ends, ratio,
                           f"better by {slowest.high:.3g} {unit}, worse "
                           + (f"by {fastest.high:.3g} {unit}" if fastest.reached else f"not in {fastest.low:.3g} {unit}")
-                          + said))
+                          + said, claim.final != "any" and _moving(ev, claim, runs.values())))
     return rows, chosen
 
 
