@@ -11,7 +11,7 @@ from pathlib import Path
 from .data import DataError
 from .executors import Executor, ExecutorError, dask_slots, run_dask, run_local
 from .registry import RegistryError, get_registry
-from .results import ResultsError, open_results
+from .results import ResultsError
 from .study import StudyError, load_study
 from .sweep import SweepError, run_study
 

@@ -27,3 +27,22 @@ def picky_plugin() -> str:
     """Path of the plugin file whose algorithm rejects its default hyperparameters and fails if
     ``init`` runs before ``check_params``."""
     return str(HERE / "plugins" / "picky.py")
+
+
+@pytest.fixture
+def committed_study(tmp_path):
+    """A factory: ``committed_study(text)`` writes ``reports/s/study.toml`` in a fresh git repository at ``tmp_path``
+    (results ignored), commits it, and returns (the study file, the git command prefix for that repository)."""
+    import subprocess
+
+    def make(text: str) -> tuple[Path, list[str]]:
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+        study = tmp_path / "reports" / "s" / "study.toml"
+        study.parent.mkdir(parents=True)
+        study.write_text(text)
+        (tmp_path / ".gitignore").write_text("reports/*/results*/\n")
+        git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+        subprocess.run(git + ["add", "."], check=True)
+        subprocess.run(git + ["commit", "-qm", "s"], check=True)
+        return study, git
+    return make

@@ -168,17 +168,10 @@ def test_the_index_lists_every_study_with_its_claims_and_verdicts(tmp_path):
     assert "Paper claims: 1 partly, 1 not run. Project targets (not counted as claims): 1 reproduced." in html.read_text()
 
 
-def test_regenerate_runs_then_writes_reports_and_index_and_refuses_a_dirty_tree(tmp_path):
+def test_regenerate_runs_then_writes_reports_and_index_and_refuses_a_dirty_tree(tmp_path, committed_study):
     from svibench.regenerate import regenerate
 
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    study = tmp_path / "reports" / "s" / "study.toml"
-    study.parent.mkdir(parents=True)
-    study.write_text(STUDY)
-    (tmp_path / ".gitignore").write_text("reports/*/results*/\n")
-    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(git + ["add", "."], check=True)
-    subprocess.run(git + ["commit", "-qm", "s"], check=True)
+    study, git = committed_study(STUDY)
     (done,) = regenerate(tmp_path / "reports", log=lambda *_: None)
     assert done.study == "one-vmp-run" and done.runs == 1 and set(done.statuses.values()) == {"ok"}
     for name in ("index.html", "summary.md", "claims.json"):

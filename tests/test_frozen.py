@@ -127,17 +127,10 @@ def test_svibench_report_with_a_study_file_shows_the_amendment(results, tmp_path
     assert json.loads((tmp_path / "out" / "claims.json").read_text())["claims"][0]["amended"] is True
 
 
-def test_regenerate_runs_afresh_so_its_claims_are_never_amended(tmp_path):
+def test_regenerate_runs_afresh_so_its_claims_are_never_amended(tmp_path, committed_study):
     from svibench.regenerate import regenerate
 
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    study = tmp_path / "reports" / "s" / "study.toml"
-    study.parent.mkdir(parents=True)
-    study.write_text(STUDY)
-    (tmp_path / ".gitignore").write_text("reports/*/results*/\n")
-    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(git + ["add", "."], check=True)
-    subprocess.run(git + ["commit", "-qm", "s"], check=True)
+    study, git = committed_study(STUDY)
     regenerate(tmp_path / "reports", log=lambda *_: None)
     ledger = json.loads((study.parent / "claims.json").read_text())
     assert ledger["claims"][0]["amended"] is False
