@@ -129,41 +129,32 @@ def metrics_meaning(ds: xr.Dataset) -> Table:
                  data=pd.DataFrame(records))
 
 
-def _first_reach(values: np.ndarray, threshold: float, lower: bool) -> int | None:
-    with np.errstate(invalid="ignore"):
-        hit = values <= threshold if lower else values >= threshold
-    idx = np.flatnonzero(hit)
-    return int(idx[0]) if idx.size else None
-
-
 def reach_records(ds: xr.Dataset, target: Target) -> pd.DataFrame:
-    """One row per run: problem, label, seed, threshold, reached, and the time and epoch it first reached ``target``.
+    """One row per run: problem, label, seed, threshold, reached, and the CPU time and epoch of the first checkpoint
+    that reached ``target``.
 
-    The reference is the best final value over the problem's ok runs; a run
-    reaches the target at the first checkpoint whose value is at least the
-    threshold (at most, for metrics declared lower-is-better).  A run that is
-    not ok never reaches it (:mod:`svibench.health`: a run that blew up does
-    not win a race it could not finish).
+    The same reading as the ranking's and the verdicts' (:class:`svibench.verdicts.Evidence`, one place for it): the
+    reference is the best final value over the problem's healthy ok runs, and a run that is not ok never reaches
+    the target (:mod:`svibench.health`: a run that blew up does not win a race it could not finish).
     """
-    lower = metric_info(ds)[target.metric].lower
-    finals = final_values(ds)
-    ok_finals = finals[finals["status"] == "ok"]
+    from ..verdicts.evidence import Evidence  # the verdicts read the report's settings: imported when used
+
+    ev = Evidence(ds, metric_info(ds))
+    lower = ev.info[target.metric].lower
     records = []
-    for problem in sorted(finals["problem"].unique()):
-        best_values = ok_finals.loc[ok_finals["problem"] == problem, target.metric].dropna()
-        if target.kind != "value" and best_values.empty:
+    for problem in sorted(set(ev.runs["problem"])):
+        best = ev.best_final(problem, target.metric)
+        if target.kind != "value" and not np.isfinite(best):
             continue
-        best = float(best_values.min() if lower else best_values.max()) if not best_values.empty else np.nan
         threshold = target.threshold(best, lower)
-        runs = np.flatnonzero(ds["problem"].values == problem)
-        for r in runs:
-            ok = ds["status"].values[r] == "ok"
-            k = _first_reach(ds[target.metric].values[r], threshold, lower) if ok else None
+        for r in ev.runs.index[ev.runs["problem"] == problem]:
+            ok = ev.runs.at[r, "status"] == "ok"
+            at = {axis: ev.reach(int(r), target.metric, threshold, axis).high if ok else np.inf for axis in ("time", "epoch")}
             records.append({
-                "problem": problem, "label": str(ds["label"].values[r]), "seed": int(ds["seed"].values[r]),
-                "threshold": threshold, "reached": k is not None,
-                "time": float(ds["time"].values[r, k]) if k is not None else np.nan,
-                "epoch": float(ds["epoch"].values[r, k]) if k is not None else np.nan,
+                "problem": problem, "label": ev.runs.at[r, "label"], "seed": int(ev.runs.at[r, "seed"]),
+                "threshold": threshold, "reached": bool(np.isfinite(at["time"])),
+                "time": at["time"] if np.isfinite(at["time"]) else np.nan,
+                "epoch": at["epoch"] if np.isfinite(at["epoch"]) else np.nan,
             })
     return pd.DataFrame(records, columns=["problem", "label", "seed", "threshold", "reached", "time", "epoch"])
 
