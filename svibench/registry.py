@@ -136,7 +136,10 @@ class Registry:
             sys.modules.pop(module_name, None)
             self.unavailable[source] = _describe_import_error(exc)
             return
+        before = len(self.algorithms) + len(self.models) + len(self.datasets)
         self.add_module(module, source)
+        if len(self.algorithms) + len(self.models) + len(self.datasets) == before:
+            self.unavailable[source] = "defines no Algorithm or Model subclass with a `name` and no @dataset loader"
 
 
 def _safe_incompatibility(entry: AlgorithmEntry, model_cls: type) -> str | None:

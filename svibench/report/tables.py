@@ -253,6 +253,13 @@ def paper_comparison(ds: xr.Dataset, paper: list[dict[str, Any]], verdicts: dict
     )
 
 
+#: Why a run of the study has no readable result, by status.
+MISSING_WHY = {
+    "missing": "in the study but not in the results (interrupted sweep?): run the study again to resume",
+    "corrupt": "its run file is unreadable (written when the process died?): run the study again, which remakes it",
+}
+
+
 def runs_not_ok(ds: xr.Dataset, manifest: dict[str, Any]) -> Table:
     """Failed, diverged and timed-out runs (and runs of the study missing from disk), with their messages."""
     finals = final_values(ds)
@@ -263,9 +270,13 @@ def runs_not_ok(ds: xr.Dataset, manifest: dict[str, Any]) -> Table:
         {"problem": p, "label": lb, "status": s, "message": m, "seeds": sorted(g["seed"]), "count": len(g)}
         for (p, lb, s, m), g in bad.groupby(["problem", "label", "status", "message"], sort=True)
     ]
-    for (p, lb), g in pd.DataFrame(missing or [], columns=["problem", "label", "seed"]).groupby(["problem", "label"]):
-        records.append({"problem": p, "label": lb, "status": "missing", "seeds": sorted(g["seed"]), "count": len(g),
-                        "message": "in the study but not in the results (interrupted sweep?): run the study again to resume"})
+    unreadable = {name.strip()[:-3] for name in ds.attrs.get("corrupt_files", "").split(",") if name.strip()}
+    for run in missing:
+        run["status"] = "corrupt" if run["run_id"] in unreadable else "missing"
+    for (p, lb, s), g in pd.DataFrame(missing or [], columns=["problem", "label", "seed", "status"]).groupby(
+            ["problem", "label", "status"]):
+        records.append({"problem": p, "label": lb, "status": s, "seeds": sorted(g["seed"]), "count": len(g),
+                        "message": MISSING_WHY[s]})
     data = pd.DataFrame(records, columns=["problem", "label", "status", "message", "seeds", "count"])
     counts = data.groupby("status")["count"].sum()
     total = ds.sizes["run"] + len(missing)
