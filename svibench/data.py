@@ -3,7 +3,7 @@
 A :class:`Dataset` is arrays plus a train/test split.  Real files are read from
 the data directory (``SVIBENCH_DATA_DIR``, default ``~/.cache/svibench``); a
 missing file is downloaded from its pinned public source and every file is
-verified by SHA-256 before use (DESIGN.md, "Data").
+verified by SHA-256 before use (README.md, "Data").
 """
 from __future__ import annotations
 

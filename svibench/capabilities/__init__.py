@@ -1,4 +1,4 @@
-"""Capabilities: what a model offers and an algorithm requires (DESIGN.md, "The contract").
+"""Capabilities: what a model offers and an algorithm requires (README.md, "Concepts").
 
 Each capability is a small :class:`typing.Protocol`.  An algorithm lists the
 ones it requires in ``requires``; :func:`missing` tells which members a model
