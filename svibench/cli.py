@@ -1,4 +1,4 @@
-"""The ``svibench`` command line: list, run, report, regenerate."""
+"""The ``svibench`` command line: list, describe, run, report, regenerate, check, new."""
 from __future__ import annotations
 
 import argparse
@@ -18,8 +18,20 @@ from .sweep import SweepError, run_study
 __all__ = ["main"]
 
 
+def _cmd_describe(args: argparse.Namespace) -> int:
+    from .describe import describe
+
+    print(describe(args.name, get_registry(_plugins(args.plugin))))
+    return 0
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
-    reg = get_registry(tuple(args.plugin))
+    reg = get_registry(_plugins(args.plugin))
+    if args.params:
+        from .describe import describe_all
+
+        print(describe_all(reg))
+        return 0
     name_width = max([len(a) for a in reg.algorithms] + [16])
     label_width = max([len(entry.label) for entry in reg.algorithms.values()] + [18])
     print("Algorithms:")
@@ -229,7 +241,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="algorithms, models, datasets and which pairs are compatible")
     p.add_argument("--plugin", action="append", default=[], metavar="FILE", help="load algorithms from a Python file")
+    p.add_argument("--params", action="store_true", help="describe every one instead (as `svibench describe NAME`)")
     p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("describe", help="the parameters a study may set for an algorithm, model or dataset, and more")
+    p.add_argument("name", help="an algorithm, model or dataset name (`svibench list` shows them)")
+    p.add_argument("--plugin", action="append", default=[], metavar="FILE", help="load algorithms from a Python file")
+    p.set_defaults(func=_cmd_describe)
 
     p = sub.add_parser("run", help="run a study file")
     p.add_argument("study", help="the study's TOML file")

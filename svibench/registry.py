@@ -27,9 +27,21 @@ from .algorithm import Algorithm
 from .data import DatasetInfo
 from .model import Model
 
-__all__ = ["Registry", "AlgorithmEntry", "RegistryError", "get_registry"]
+__all__ = ["Registry", "AlgorithmEntry", "RegistryError", "get_registry", "accepted_params"]
 
 GROUPS = ("algorithms", "models", "datasets")
+
+
+#: Arguments of a model's ``__init__`` that are not a study's to set.
+_NOT_PARAMS = ("self", "data")
+
+
+def accepted_params(func: Callable) -> list[str]:
+    """The keyword parameters of ``func`` a study may set (a model's ``__init__`` without ``self``/``data``,
+    a dataset's loader, an algorithm's keyword-only ``__init__`` arguments)."""
+    return [p.name for p in inspect.signature(func).parameters.values()
+            if p.name not in _NOT_PARAMS and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
 
 
 class RegistryError(LookupError):

@@ -69,7 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from .metrics import DERIVED, MetricError, check_declaration
-from .registry import AlgorithmEntry, Registry, RegistryError, get_registry
+from .registry import AlgorithmEntry, Registry, RegistryError, accepted_params, get_registry
 from .report.claims import Claim, Reference, check_names, parse_claims, parse_references
 from .report.notes import check_note
 from .report.settings import ReportError, ReportSettings
@@ -364,12 +364,12 @@ def _parse_problem(table: Any, where: str, overrides: dict[str, Any], registry: 
     base = table.get("name") or f"{model_cls.name}/{info.name}"
     if not isinstance(base, str):
         raise StudyError(f"{where} name: expected a string, got {_type_name(base)}")
-    loader_names = list(inspect.signature(info.loader).parameters)
+    loader_names = accepted_params(info.loader)
     model_params = _merge(_table(table.get("model_params", {}), f"{where} model_params"), overrides.get("model_params", {}))
     dataset_params = _merge(_table(table.get("dataset_params", {}), f"{where} dataset_params"), {
         k: v for k, v in overrides.get("dataset_params", {}).items() if k in loader_names
     })
-    model_names = [p for p in inspect.signature(model_cls.__init__).parameters if p not in ("self", "data")]
+    model_names = accepted_params(model_cls.__init__)
     problems = []
     for mp, m_varied in _grid(model_params, f"{where} model_params"):
         _check_params(mp, model_cls.__init__, model_names, f"{where} model_params", f"model {model_cls.name!r}")
