@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections import Counter
@@ -156,7 +157,12 @@ def _final_metrics_text(out: Path) -> str:
     from .health import open_judged
     from .report.tables import final_metrics
 
-    table = final_metrics(open_judged(out, skip_corrupt=True))
+    from .report.settings import ReportSettings
+    from .results import metric_info
+
+    ds = open_judged(out, skip_corrupt=True)
+    manifest = json.loads((out / "manifest.json").read_text())
+    table = final_metrics(ds, ReportSettings.parse(manifest.get("report")).shown(metric_info(ds)))
     return pd.DataFrame(table.rows, columns=table.columns).to_string(index=False)
 
 
@@ -180,7 +186,8 @@ def _exit_status(statuses: dict[str, str], quiet: bool) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
 
-    report = write_report(args.results, _folder(Path(args.output), "-o"), study=args.study)
+    report = write_report(args.results, _folder(Path(args.output), "-o"), study=args.study,
+                          all_metrics=args.metrics == "all")
     print(f"report: {report.html} ({len(report.figures)} figures; Markdown: {report.markdown})")
     return 0
 
@@ -285,6 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="folder for index.html, summary.md and figures/")
     p.add_argument("--study", help="take the claims, references, paper numbers and [report] from this study file "
                                    "instead of the copy saved with the results")
+    p.add_argument("--metrics", choices=("shown", "all"), default="shown",
+                   help="figures and final metrics of the study's [report] plot or the models' primary metrics "
+                        "(default), or of every recorded one")
     p.set_defaults(func=_cmd_report)
     p = sub.add_parser("check", help="run the conformance suite on an algorithm plugin")
     p.add_argument("target", metavar="PLUGIN", help="a plugin file, or a registry or entry-point name")

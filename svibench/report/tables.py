@@ -72,12 +72,15 @@ def _bold_best(rows_by_problem: dict[str, list[int]], means: list[float], column
     return cells
 
 
-def final_metrics(ds: xr.Dataset) -> Table:
-    """Final value of every metric per (problem, algorithm): mean ± sd over the seeds whose run is ok; the best
-    mean per problem in bold, in the direction the model declares (:func:`svibench.results.metric_info`)."""
+def final_metrics(ds: xr.Dataset, shown: list[str] | None = None) -> Table:
+    """Final value of each ``shown`` metric (default: every recorded one) per (problem, algorithm): mean ± sd over
+    the seeds whose run is ok; the best mean per problem in bold, in the direction the model declares
+    (:func:`svibench.results.metric_info`)."""
     index = _groups(ds)
     ok = ok_runs(ds)
-    metrics = recorded_metrics(ds)
+    recorded = recorded_metrics(ds)
+    metrics = [m for m in (shown if shown is not None else recorded) if m in recorded]
+    hidden = [m for m in recorded if m not in metrics]
     table = final_table(ok).reindex(index) if ok.sizes["run"] else pd.DataFrame(index=index)
     counts = final_values(ds).groupby(["problem", "label"]).size().reindex(index)
     variables = ["time", *metrics]
@@ -103,7 +106,9 @@ def final_metrics(ds: xr.Dataset) -> Table:
         ["problem", "algorithm", "CPU time (s)", *(f"{m} {a}" for m, a in zip(metrics, arrows)), "runs ok"],
         rows,
         "Value at the last checkpoint, mean ± sd over the seeds whose run finished ok; time is the algorithm's "
-        "CPU seconds (init and step; evaluation and warm-up excluded). ↑ higher is better, ↓ lower is better; the best mean per problem is in bold.",
+        "CPU seconds (init and step; evaluation and warm-up excluded). ↑ higher is better, ↓ lower is better; the best mean per problem is in bold."
+        + (f" Also recorded, not shown here: {', '.join(hidden)} (the study's [report] plot, or the models' primary "
+           "metrics, choose what shows; `svibench report RESULTS -o DIR --metrics all` shows every one)." if hidden else ""),
         bold,
         data,
     )
