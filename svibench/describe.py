@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from . import capabilities
 from .data import DatasetInfo, data_dir
+from .metrics import check_declaration
 from .registry import AlgorithmEntry, Registry, RegistryError, accepted_params
 
 __all__ = ["Param", "describe", "describe_all"]
@@ -88,10 +89,10 @@ def _model(cls: type, source: str) -> list[str]:
              f"  data kinds: {', '.join(cls.data_kinds)}", "Parameters ([[problem]] model_params):"]
     doc = (cls.__doc__ or "") + "\n" + (cls.__init__.__doc__ or "")
     lines += [p.line() for p in _params(cls.__init__, accepted_params(cls.__init__), doc)]
-    lines.append(f"Metrics (answer: {getattr(cls, 'answer', '')}):")
-    for m in cls.metrics.values():
+    lines.append(f"Metrics (answer: {getattr(cls, 'answer', '')}; * shown by default):")
+    for m in check_declaration(cls).values():
         span = f"[{m.low:g}, {m.high:g}]"
-        lines.append(f"  {m.name:<22} {m.direction:<7} {m.kind:<10} {m.unit or '-':<26} {span:<12} "
+        lines.append(f"{'*' if m.primary else ' '} {m.name:<22} {m.direction:<7} {m.kind:<10} {m.unit or '-':<26} {span:<12} "
                      f"{'' if m.rankable else '(not ranked) '}{m.description}")
     offered = [name for name in capabilities.__all__ if inspect.isclass(getattr(capabilities, name))
                and getattr(getattr(capabilities, name), "_is_protocol", False)
