@@ -9,8 +9,7 @@ from scipy.stats import gamma as gamma_dist
 from svibench.algorithms.cvi_mf import CVIMF
 from svibench.algorithms.gamma_sgvb import GammaSGVB
 from svibench.capabilities import LogJointGradient, MeanFieldNonConjugate, ReparameterisableFamily
-from svibench.data import DatasetUnavailable
-from svibench.datasets.gamma_factor import cytof, gamma_factor_synthetic
+from svibench.datasets.gamma_factor import gamma_factor_synthetic
 from svibench.expfam import GammaNatural
 from svibench.models.gamma_factor import GammaFactor
 
@@ -78,11 +77,6 @@ def test_log_joint_gradient_matches_differences(model):
         d = np.zeros_like(z)
         d[0, p] = 1e-6
         assert g[p] == pytest.approx((model.log_joint(z + d)[0] - model.log_joint(z - d)[0]) / 2e-6, rel=1e-5)
-
-
-def test_cytof_is_reported_unavailable_with_the_stand_in():
-    with pytest.raises(DatasetUnavailable, match="gamma-factor-synthetic"):
-        cytof()
 
 
 def test_cvi_mf_improves_the_test_metric_over_the_prior(model):
