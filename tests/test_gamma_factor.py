@@ -99,3 +99,15 @@ def test_knowles_sgvb_improves_its_objective(model):
     for _ in range(1000):
         alg.step()
     assert model.evaluate(alg.posterior(), ev)["elbo"] > start + 50
+
+
+@pytest.mark.parametrize("stack", [False, True])
+def test_gauss_logpdf_matches_scipy_for_one_covariance_and_a_stack(stack):
+    from scipy.stats import multivariate_normal
+    rng = np.random.default_rng(7)
+    Y = rng.standard_normal((50, 4))
+    A = rng.standard_normal((3, 4, 4))
+    sigma = A @ np.swapaxes(A, -1, -2) + 0.5 * np.eye(4)
+    got = GammaFactor._gauss_logpdf(Y, sigma if stack else sigma[0])
+    want = np.array([multivariate_normal(np.zeros(4), s).logpdf(Y) for s in (sigma if stack else sigma[:1])])
+    np.testing.assert_allclose(got, want if stack else want[0], rtol=1e-10)
