@@ -5,7 +5,7 @@ import numpy as np
 
 from svibench.data import Dataset, dataset
 
-__all__ = ["bpfa_synthetic"]
+__all__ = ["bpfa_synthetic", "mask_entries"]
 
 
 @dataset("bpfa-synthetic", kind="factor", description="draws from the finite beta-process factor model (BPFA §5.1)")
@@ -25,12 +25,23 @@ def bpfa_synthetic(*, n: int = 2000, dim: int = 40, features: int = 80, gamma_w:
     z = rng.random((n, K)) < pi
     w = rng.normal(0.0, gamma_w**-0.5, size=(n, K))
     Y = (z * w) @ phi + rng.normal(0.0, gamma_obs**-0.5, size=(n, dim))
-    train = rng.random((n, dim)) >= heldout
+    train, test, mean, sd = mask_entries(Y, heldout, rng)
+    return Dataset("bpfa-synthetic", "factor", train, test,
+                   {"pi": pi, "phi": phi, "gamma_w": gamma_w, "gamma_obs": gamma_obs, "seed": seed,
+                    "offset": mean, "scale": sd})
+
+
+def mask_entries(Y: np.ndarray, heldout: float, rng: np.random.Generator) -> tuple[dict, dict, np.ndarray, np.ndarray]:
+    """BPFA's held-out entries (§5): a fraction ``heldout`` of the entries of Y, uniformly at random, held out,
+    and each column standardised to mean 0 and variance 1 over its training entries.
+
+    Returns (train, test, offset, scale): train ``Y`` is zero where held out, with 0/1 ``mask`` of the
+    training entries; test has the whole standardised ``Y`` and the mask of the held-out entries.
+    """
+    train = rng.random(Y.shape) >= heldout
     count = train.sum(0)
     mean = (Y * train).sum(0) / count
     sd = np.sqrt((((Y - mean) * train) ** 2).sum(0) / count)
     Y = (Y - mean) / sd
     mask = train.astype(float)
-    return Dataset("bpfa-synthetic", "factor", {"Y": Y * mask, "mask": mask}, {"Y": Y, "mask": 1.0 - mask},
-                   {"pi": pi, "phi": phi, "gamma_w": gamma_w, "gamma_obs": gamma_obs, "seed": seed,
-                    "offset": mean, "scale": sd})
+    return {"Y": Y * mask, "mask": mask}, {"Y": Y, "mask": 1.0 - mask}, mean, sd

@@ -1,33 +1,22 @@
-"""Data for the gamma factor model (Khan & Lin 2017, §7 and App. J).
+"""Synthetic data for the gamma factor model (Khan & Lin 2017, §7 and App. J).
 
 The paper uses CyTOF (N = 522,656 cells, D = 40 markers; 300,000 for training),
-from davidaknowles/gamma_sgvb (data/cytof.mat).  That file is not available
-here (``../shared/data/SOURCES.md``: listed in the repository, contents not
-stored), so ``cytof`` raises :class:`~svibench.data.DatasetUnavailable` and the
-studies use ``gamma-factor-synthetic``, a documented stand-in drawn from the
+from davidaknowles/gamma_sgvb (data/cytof.mat), which is not obtainable
+(``../shared/data/SOURCES.md``).  ``cytof`` (:mod:`.cytof`) is the real-data
+substitute (Bodenmiller 2012, D = 24); ``gamma-factor-synthetic`` draws from the
 model itself at the paper's D = 40, K = 40.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from svibench.data import Dataset, DatasetUnavailable, dataset
+from svibench.data import Dataset, dataset
 
-__all__ = ["cytof", "gamma_factor_synthetic"]
-
-
-@dataset("cytof", kind="real-matrix", description="CyTOF mass-cytometry data (unavailable here)")
-def cytof() -> Dataset:
-    """The CyTOF data of Knowles (2015) — not obtainable on this machine."""
-    raise DatasetUnavailable(
-        "cytof: davidaknowles/gamma_sgvb lists data/cytof.mat, but its contents are not in any stored "
-        "snapshot (too large; see shared/data/SOURCES.md); use 'gamma-factor-synthetic' (the gamma factor "
-        "model's own draws at D = 40, K = 40) as the stand-in"
-    )
+__all__ = ["gamma_factor_synthetic"]
 
 
 @dataset("gamma-factor-synthetic", kind="real-matrix",
-         description="draws of the gamma factor model, D = 40, K = 40 (stand-in for CyTOF)")
+         description="draws of the gamma factor model, D = 40, K = 40")
 def gamma_factor_synthetic(*, n: int = 20000, n_test: int = 5000, dim: int = 40, factors: int = 40,
                            noise_variance: float = 0.1, shape: float = 1.0, rate: float = 1.0,
                            standardize: bool = True, seed: int = 0) -> Dataset:

@@ -177,7 +177,8 @@ class GammaFactor(Model):
         """log N(yᵢ | 0, Σ) for rows of Y (N, D) and one Σ or a stack (S, D, D) -> (N,) or (S, N)."""
         chol = np.linalg.cholesky(sigma)
         logdet = 2.0 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
-        white = np.linalg.solve(chol, np.swapaxes(Y, -1, -2) if sigma.ndim == 2 else Y.T[None])
+        # L⁻¹ is D × D: whitening by a matrix product, not a general solve against N right-hand sides
+        white = np.linalg.inv(chol) @ Y.T
         maha = (white**2).sum(-2)
         return -0.5 * (Y.shape[1] * LOG_2PI + np.asarray(logdet)[..., None] + maha)
 
