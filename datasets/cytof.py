@@ -155,7 +155,8 @@ def _meta(cells: CytofCells, seed: int, **extra) -> dict:
 
 
 @dataset("cytof", kind="real-matrix",
-         description="CyTOF BCR-XL (Bodenmiller 2012; SUBSTITUTE for the papers' CyTOF), arcsinh(x/5), held-out cells")
+         description="CyTOF BCR-XL (Bodenmiller 2012; SUBSTITUTE for the papers' CyTOF), arcsinh(x/5), held-out cells",
+         files=tuple(FILES.values()))
 def cytof(*, samples: list[str] | None = None, markers: list[str] | None = None, heldout: float = PAPER_HELDOUT,
           n_cells: int | None = None, standardize: bool = True, seed: int = 0) -> Dataset:
     """A seeded random fraction ``heldout`` of the cells (rows) as test set; ``Y`` in train and test.
@@ -179,7 +180,8 @@ def cytof(*, samples: list[str] | None = None, markers: list[str] | None = None,
 
 
 @dataset("cytof-entries", kind="factor",
-         description="CyTOF BCR-XL (SUBSTITUTE for the papers' CyTOF), arcsinh(x/5), held-out entries with masks (BPFA)")
+         description="CyTOF BCR-XL (SUBSTITUTE for the papers' CyTOF), arcsinh(x/5), held-out entries with masks (BPFA)",
+         files=tuple(FILES.values()))
 def cytof_entries(*, samples: list[str] | None = None, markers: list[str] | None = None, heldout: float = 0.05,
                   n_cells: int | None = None, seed: int = 0) -> Dataset:
     """A seeded random fraction ``heldout`` of the ENTRIES held out (Shah et al. §5.4: 5%), as ``bpfa-synthetic``.
