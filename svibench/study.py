@@ -85,7 +85,7 @@ TOP_KEYS = {"study", "budget", "problem", "algorithm", "scales", "paper", "repor
 STUDY_KEYS = {"name", "description", "seeds", "timeout"}
 BUDGET_KEYS = {"iterations", "epochs", "seconds", "checkpoints", "spacing", "at"}
 PROBLEM_KEYS = {"name", "model", "dataset", "model_params", "dataset_params"}
-ALGORITHM_KEYS = {"name", "label", "method", "params", "models"}
+ALGORITHM_KEYS = {"name", "label", "method", "params", "models", "problems"}
 SCALE_KEYS = {"seeds", "budget", "timeout", "model_params", "dataset_params", "algorithm_params"}
 PAPER_KEYS = {"problem", "algorithm", "metric", "value", "sd", "note", "claim", "versus"}
 #: A plotted metric gets a warning at load below this many checkpoints per run (too few to show convergence).
@@ -104,7 +104,7 @@ class Skipped:
 @dataclass(frozen=True)
 class AlgorithmPoint:
     """One point of an ``[[algorithm]]`` grid: its registry entry, parameters, label, method, the
-    parameters the grid varies here (``variant``) and the models it is restricted to (None: all)."""
+    parameters the grid varies here (``variant``) and the models and problems it is restricted to (None: all)."""
 
     entry: AlgorithmEntry
     params: dict[str, Any]
@@ -112,6 +112,12 @@ class AlgorithmPoint:
     method: str
     variant: dict[str, Any]
     models: frozenset[str] | None
+    problems: frozenset[str] | None = None
+
+    def runs_on(self, problem: ProblemSpec) -> bool:
+        """Whether the study asks for this entry on ``problem`` (by model, and by problem name or its grid's base)."""
+        return ((self.models is None or problem.model in self.models)
+                and (self.problems is None or bool({problem.name, problem.base} & self.problems)))
 
 
 @dataclass
@@ -243,10 +249,10 @@ def parse_study(
     budget, checkpoints = _parse_budget(raw.get("budget", {}), overrides)
     problems = _parse_problems(raw.get("problem"), overrides, registry)
     runs, skipped = [], []
-    for point in _parse_algorithms(raw.get("algorithm"), overrides, registry):
+    for point in _parse_algorithms(raw.get("algorithm"), overrides, registry, problems):
         for problem in problems:
-            if point.models is not None and problem.model not in point.models:
-                continue  # the study asks for this entry on other models only
+            if not point.runs_on(problem):
+                continue  # the study asks for this entry on other models or problems only
             reason = point.entry.incompatibility(registry.model(problem.model), point.params)
             if reason:
                 skipped.append(Skipped(problem.name, point.label, reason))
@@ -375,7 +381,8 @@ def _grid_point(model_params: dict[str, Any], model_varied: list[str], dataset_p
     return point
 
 
-def _parse_algorithms(tables: Any, overrides: dict[str, Any], registry: Registry) -> list[AlgorithmPoint]:
+def _parse_algorithms(tables: Any, overrides: dict[str, Any], registry: Registry,
+                      problems: list[ProblemSpec]) -> list[AlgorithmPoint]:
     """``[[algorithm]]``: every point of every table's grid.  Its ``method`` defaults to its ``label``, which
     defaults to the registry entry's; the label of a grid point adds the varied parameters, ``(k=v, ...)``."""
     if not isinstance(tables, list) or not tables:
@@ -400,6 +407,7 @@ def _parse_algorithms(tables: Any, overrides: dict[str, Any], registry: Registry
             if not isinstance(value, str) or not value:
                 raise StudyError(f"{where} {key}: expected a non-empty string, got {_type_name(value)}")
         models = _parse_models(table, registry, where)
+        only = _parse_problem_names(table, problems, where)
         for combo, varied in _grid(params, f"{where} params"):
             _check_params(combo, entry.cls.__init__, accepted, f"{where} params", f"algorithm {entry.name!r}")
             try:
@@ -407,7 +415,7 @@ def _parse_algorithms(tables: Any, overrides: dict[str, Any], registry: Registry
             except (ValueError, TypeError) as exc:
                 raise StudyError(f"{where} params {canonical_json(combo)}: {exc}") from None
             label = label_base + (" (" + ", ".join(f"{k}={combo[k]}" for k in varied) + ")" if varied else "")
-            out.append(AlgorithmPoint(entry, combo, label, method, {k: combo[k] for k in varied}, models))
+            out.append(AlgorithmPoint(entry, combo, label, method, {k: combo[k] for k in varied}, models, only))
     return out
 
 
@@ -424,6 +432,23 @@ def _parse_models(table: dict[str, Any], registry: Registry, where: str) -> froz
         raise StudyError(f"{where} models: unknown model(s) {', '.join(unknown)}; "
                          f"registered: {', '.join(sorted(registry.models))}")
     return frozenset(models)
+
+
+def _parse_problem_names(table: dict[str, Any], problems: list[ProblemSpec], where: str) -> frozenset[str] | None:
+    """An ``[[algorithm]]``'s optional ``problems = [...]``: run it only on these problems, each named as its
+    ``[[problem]]`` names it (a grid's base name, e.g. ``"logreg/covtype"``, stands for all its points), e.g.
+    a step size the paper gives for one dataset."""
+    if "problems" not in table:
+        return None
+    names = table["problems"]
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise StudyError(f"{where} problems: expected a non-empty list of problem names, got {names!r}")
+    known = {p.name for p in problems} | {p.base for p in problems}
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise StudyError(f"{where} problems: unknown problem(s) {', '.join(unknown)}; the study's problems: "
+                         f"{', '.join(sorted({p.base for p in problems}))}")
+    return frozenset(names)
 
 
 def _parse_paper(rows: Any) -> list[dict[str, Any]]:

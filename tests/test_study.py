@@ -169,3 +169,27 @@ dataset_params = { n = 50, n_test = 10 }
     assert not study.skipped
     with pytest.raises(StudyError, match=r"models: unknown model\(s\) nope; registered: .*gmm"):
         parse_study(tomllib.loads(text.replace('models = ["gmm"]', 'models = ["nope"]')))
+
+
+def test_an_algorithm_entry_can_be_restricted_to_some_problems():
+    """``problems = [...]`` runs an entry only on those problems (a grid's base name stands for all its points,
+    a point can be named alone); an unknown name is refused at load with the study's problem names."""
+    text = GOOD.replace('name = "svi"\n', 'name = "svi"\nproblems = ["small"]\n').replace(
+        'model = "gmm"\n', 'name = "small"\nmodel = "gmm"\n').replace("n = 200,", "n = [200, 300],") + """
+[[problem]]
+name = "other"
+model = "gmm"
+dataset = "gmm-synthetic"
+dataset_params = { n = 100, n_test = 10 }
+"""
+    study = parse_study(tomllib.loads(text))
+    assert {r.problem.name for r in study.runs if r.algorithm == "svi"} == {"small (n=200)", "small (n=300)"}
+    assert {r.problem.name for r in study.runs if r.algorithm == "vmp"} == {"small (n=200)", "small (n=300)", "other"}
+    assert not study.skipped
+    one = parse_study(tomllib.loads(text.replace('problems = ["small"]', 'problems = ["small (n=300)", "other"]')))
+    assert {r.problem.name for r in one.runs if r.algorithm == "svi"} == {"small (n=300)", "other"}
+    with pytest.raises(StudyError, match=r"^\[\[algorithm\]\] #1 \(svi\) problems: unknown problem\(s\) smal; "
+                                         r"the study's problems: other, small$"):
+        parse_study(tomllib.loads(text.replace('problems = ["small"]', 'problems = ["smal"]')))
+    with pytest.raises(StudyError, match=r"problems: expected a non-empty list of problem names, got \[\]"):
+        parse_study(tomllib.loads(text.replace('problems = ["small"]', 'problems = []')))
