@@ -498,11 +498,11 @@ def _parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]], problems: li
 
 
 def _check_targets(claims: list[Claim], report: dict[str, Any]) -> None:
-    """A faster claim without its own target needs a ``[report]`` target on its metric."""
+    """A faster or as-fast claim without its own target needs a ``[report]`` target on its metric."""
     targets = {t.metric for t in ReportSettings.parse(report).targets}
     for c in claims:
-        if c.kind == "faster" and c.target is None and c.metric not in targets and not c.not_run:
-            raise ReportError(f"[[{c.ledger}]] {c.id!r}: a faster claim needs a target: give target = {{ relative = ... }} "
+        if c.kind in ("faster", "as-fast") and c.target is None and c.metric not in targets and not c.not_run:
+            raise ReportError(f"[[{c.ledger}]] {c.id!r}: {'an as-fast' if c.kind == 'as-fast' else 'a faster'} claim needs a target: give target = {{ relative = ... }} "
                               f"or a [report] target on {c.metric!r}")
 
 
