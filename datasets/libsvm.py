@@ -89,6 +89,10 @@ COVTYPE = DataFile(
 )
 
 
+#: Rows of UCI's covtype.data (pinned by the checksum).
+COVTYPE_ROWS = 581_012
+
+
 def covtype_binary_scale() -> tuple[np.ndarray, np.ndarray]:
     """LIBSVM's covtype.binary.scale from UCI's covtype.data: X (581,012, 54) in [0, 1], y in {0, 1}.
 
@@ -223,10 +227,19 @@ def colon_cancer(*, split: int = 0) -> Dataset:
 
 @dataset("covtype", kind="classification",
          description="covtype.binary.scale (UCI covtype, class 2 vs rest, min-max scaled): 581,012 x 54, random halves")
-def covtype(*, split: int = 0) -> Dataset:
-    """The CVI paper's "Covtype-binary-scale" split into random halves (290,506 train) by the seed ``split``."""
+def covtype(*, split: int = 0, n_train: int | None = None) -> Dataset:
+    """The CVI paper's "Covtype-binary-scale" split into random halves (290,506 train) by the seed ``split``.
+
+    ``n_train`` (a reduced scale) keeps the first ``n_train`` rows of each random half: a seeded subsample
+    of the same split, as many test rows as training rows; None keeps both halves whole, as the paper.
+    """
+    half = COVTYPE_ROWS // 2
+    n = half if n_train is None else n_train
+    if not 1 <= n <= half:
+        raise ValueError(f"covtype: n_train must be between 1 and {half} (each random half), got {n_train}")
     X, y = covtype_binary_scale()
-    perm = np.random.default_rng(split).permutation(X.shape[0])
-    tr, te = perm[: X.shape[0] // 2], perm[X.shape[0] // 2:]
+    perm = np.random.default_rng(split).permutation(COVTYPE_ROWS)
+    tr, te = perm[:n], perm[half:half + n]
     return Dataset("covtype", "classification", {"X": X[tr], "y": y[tr]}, {"X": X[te], "y": y[te]},
-                   {"source": COVTYPE.source, "split": f"random halves, permutation seed {split}"})
+                   {"source": COVTYPE.source, "split": f"random halves, permutation seed {split}"
+                    + (f", first {n} rows of each" if n_train is not None else "")})

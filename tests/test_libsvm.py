@@ -132,3 +132,13 @@ def test_covtype_corrupt_file_is_a_checksum_error_naming_the_source(tmp_path, mo
     with pytest.raises(DataError, match=r"corrupt: SHA-256 .* expected.*SOURCES.md, covtype/") as info:
         libsvm.covtype()
     assert not isinstance(info.value, DatasetUnavailable) and "\n" not in str(info.value)
+
+
+@needs_covtype
+def test_covtype_n_train_keeps_the_first_rows_of_each_half_of_the_same_split(covtype0):
+    small = libsvm.covtype(split=0, n_train=1000)
+    assert small.train["X"].shape == small.test["X"].shape == (1000, 54)
+    np.testing.assert_array_equal(small.train["X"], covtype0.train["X"][:1000])
+    np.testing.assert_array_equal(small.test["y"], covtype0.test["y"][:1000])
+    with pytest.raises(ValueError, match=r"n_train must be between 1 and 290506 \(each random half\), got 290507"):
+        libsvm.covtype(n_train=290507)
