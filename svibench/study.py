@@ -15,6 +15,7 @@ A study is a TOML file (read with the standard library's ``tomllib``)::
     model = "gmm"
     dataset = "gmm-synthetic"
     dataset_params = { n = 2000 }
+    # budget = { iterations = 10, at = [1, 2, 5, 10] }   # optional: its own keys over [budget], at every scale
 
     [[algorithm]]
     name = "svi"
@@ -84,7 +85,7 @@ class StudyError(ValueError):
 TOP_KEYS = {"study", "budget", "problem", "algorithm", "scales", "paper", "report", "claim", "target", "reference"}
 STUDY_KEYS = {"name", "description", "seeds", "timeout"}
 BUDGET_KEYS = {"iterations", "epochs", "seconds", "checkpoints", "spacing", "at"}
-PROBLEM_KEYS = {"name", "model", "dataset", "model_params", "dataset_params"}
+PROBLEM_KEYS = {"name", "model", "dataset", "model_params", "dataset_params", "budget"}
 ALGORITHM_KEYS = {"name", "label", "method", "params", "models", "problems"}
 SCALE_KEYS = {"seeds", "budget", "timeout", "model_params", "dataset_params", "algorithm_params"}
 PAPER_KEYS = {"problem", "algorithm", "metric", "value", "sd", "note", "claim", "versus"}
@@ -246,8 +247,7 @@ def parse_study(
     _check_keys(raw, TOP_KEYS, source)
     overrides = _parse_scales(raw.get("scales", {}), scale, source)
     name, description, seeds, timeout = _parse_study_table(raw.get("study", {}), overrides)
-    budget, checkpoints = _parse_budget(raw.get("budget", {}), overrides)
-    problems = _parse_problems(raw.get("problem"), overrides, registry)
+    problems, budgets = _parse_problems(raw.get("problem"), overrides, registry, raw.get("budget", {}))
     runs, skipped = [], []
     for point in _parse_algorithms(raw.get("algorithm"), overrides, registry, problems):
         for problem in problems:
@@ -257,6 +257,7 @@ def parse_study(
             if reason:
                 skipped.append(Skipped(problem.name, point.label, reason))
                 continue
+            budget, checkpoints = budgets[problem.name]
             runs.extend(RunSpec(name, problem, point.entry.name, point.label, point.params, seed, budget, checkpoints,
                                 timeout, tuple(plugins), point.method, point.variant) for seed in seeds)
     ids = [r.run_id for r in runs]
@@ -269,7 +270,8 @@ def parse_study(
     metrics = {m for p in problems for m in registry.model(p.model).metrics}
     report = _parse_report(raw.get("report", {}), metrics)
     claims, references = _parse_claims(raw, paper, problems, runs, metrics, report)
-    _warn_few_checkpoints(checkpoints, report, metrics)
+    for checkpoints in {c for _, c in budgets.values()}:
+        _warn_few_checkpoints(checkpoints, report, metrics)
     return Study(name, description, runs, skipped, paper, report, source, scale, tuple(plugins), raw | {"_text": text},
                  claims, references)
 
@@ -307,32 +309,46 @@ def _parse_study_table(table: Any, overrides: dict[str, Any]) -> tuple[str, str,
     return name, str(study.get("description", "")), seeds, timeout
 
 
-def _parse_budget(table: Any, overrides: dict[str, Any]) -> tuple[Budget, Checkpoints]:
-    """``[budget]``: the limits (at least one) and when to evaluate."""
+def _parse_budget(table: Any, overrides: dict[str, Any], own: dict[str, Any] | None = None,
+                  where: str = "[budget]") -> tuple[Budget, Checkpoints]:
+    """``[budget]``: the limits (at least one) and when to evaluate.  ``own`` is a ``[[problem]]``'s ``budget``:
+    its keys replace the study's (and the scale's), e.g. the paper's iteration count and markers on one dataset."""
     budget_raw = _merge(_check_keys(table, BUDGET_KEYS, "[budget]"), overrides.get("budget", {}))
     _check_keys(budget_raw, BUDGET_KEYS, "[budget]")
-    limits = {key: _positive(budget_raw[key], f"[budget] {key}", kind)
+    if own is not None:
+        budget_raw = _merge(budget_raw, _check_keys(own, BUDGET_KEYS, where))
+    limits = {key: _positive(budget_raw[key], f"{where} {key}", kind)
               for key, kind in (("iterations", int), ("epochs", float), ("seconds", float)) if key in budget_raw}
     if not limits:
-        raise StudyError("[budget]: set at least one of iterations, epochs, seconds")
+        raise StudyError(f"{where}: set at least one of iterations, epochs, seconds")
     spacing = budget_raw.get("spacing", "log")
     if spacing not in ("log", "linear"):
-        raise StudyError(f"[budget] spacing: expected 'log' or 'linear', got {_type_name(spacing)}")
+        raise StudyError(f"{where} spacing: expected 'log' or 'linear', got {_type_name(spacing)}")
     at = budget_raw.get("at", [])
     if not isinstance(at, list) or not all(isinstance(a, (int, float)) and not isinstance(a, bool) and a > 0 for a in at):
-        raise StudyError(f"[budget] at: expected a list of positive numbers, got {_type_name(at)}")
-    count = _positive(budget_raw.get("checkpoints", 20), "[budget] checkpoints", int)
+        raise StudyError(f"{where} at: expected a list of positive numbers, got {_type_name(at)}")
+    count = _positive(budget_raw.get("checkpoints", 20), f"{where} checkpoints", int)
     return Budget(**limits), Checkpoints(count=count, spacing=spacing, at=tuple(at))
 
 
-def _parse_problems(tables: Any, overrides: dict[str, Any], registry: Registry) -> list[ProblemSpec]:
-    """``[[problem]]``: every table, with its model and dataset parameter grids expanded."""
+def _parse_problems(tables: Any, overrides: dict[str, Any], registry: Registry,
+                    budget: Any) -> tuple[list[ProblemSpec], dict[str, tuple[Budget, Checkpoints]]]:
+    """``[[problem]]``: every table, with its model and dataset parameter grids expanded, and each problem's budget
+    and checkpoints (the study's ``budget``, with a table's own ``budget`` keys over it)."""
+    study = _parse_budget(budget, overrides)
     if not isinstance(tables, list) or not tables:
         raise StudyError("[[problem]]: a study needs at least one [[problem]] table")
-    problems = [p for i, table in enumerate(tables) for p in _parse_problem(table, f"[[problem]] #{i + 1}", overrides, registry)]
+    problems, budgets = [], {}
+    for i, table in enumerate(tables):
+        where = f"[[problem]] #{i + 1}"
+        expanded = _parse_problem(table, where, overrides, registry)
+        own = _parse_budget(budget, overrides, _table(table["budget"], f"{where} budget"), f"{where} budget") \
+            if "budget" in table else study
+        problems += expanded
+        budgets.update({p.name: own for p in expanded})
     if len({p.name for p in problems}) != len(problems):
         raise StudyError("[[problem]]: two problems have the same name; give them distinct `name`s")
-    return problems
+    return problems, budgets
 
 
 def _parse_problem(table: Any, where: str, overrides: dict[str, Any], registry: Registry) -> list[ProblemSpec]:
