@@ -12,7 +12,7 @@ t̃ₙ(ηₙ) = exp(ν̃ₙηₙ − ½τ̃ₙηₙ²), and q(z) ∝ N(z | 0, Σ
     rank one     Σ ← Σ − c uuᵀ with u = Σxₙ, c = Δτ̃/(1 + Δτ̃ vₙ); μ follows in O(D)   (Alg. 3.5)
 
 followed, after the sweep, by a fresh factorisation of q from the sites (R&W's
-numerically stable recomputation; :class:`~.cvi.PseudoObservationPosterior`, the
+numerically stable recomputation; :class:`~svibench.capabilities.latent_gaussian.GaussianFromSites`, the
 sites being pseudo-observations λ̃₁ = ν̃, λ̃₂ = −τ̃/2).  A GP has xₙ = eₙ (R&W's
 setting); logistic regression's sites live on ηₙ = xₙᵀz in the same way.
 
@@ -40,9 +40,8 @@ import numpy as np
 import scipy.sparse
 
 from svibench.algorithm import Algorithm, Diverged
-from svibench.capabilities.latent_gaussian import GaussianPosterior, LatentGaussian, LikelihoodMoments
+from svibench.capabilities.latent_gaussian import GaussianFromSites, GaussianPosterior, LatentGaussian, LikelihoodMoments
 
-from .cvi import PseudoObservationPosterior
 
 __all__ = ["EP"]
 
@@ -69,7 +68,7 @@ class EP(Algorithm):
 
     def init(self, model: LatentGaussian, rng: np.random.Generator) -> None:
         self.model_ = model
-        self.conjugate_ = PseudoObservationPosterior(model)
+        self.conjugate_ = GaussianFromSites(model)
         X = model.design()
         self.X_ = None if X is None else (X.toarray() if scipy.sparse.issparse(X) else np.asarray(X, float))
         N = model.n_train

@@ -2,7 +2,7 @@
 
 Each iteration is one full sweep over every variable of the model's chain, each
 drawn from its complete conditional.  The model supplies the sweep through the
-small :class:`ConditionalSampler` protocol and decides what the chain is
+small :class:`~svibench.capabilities.ConditionalSampler` protocol and decides what the chain is
 (BPFA: uncollapsed, over every row's locals and then every global,
 ``models.bpfa.chain``; LDA: collapsed over the topic assignments, θ and β
 integrated out, Griffiths & Steyvers 2004, ``models.lda``); this module owns
@@ -16,37 +16,15 @@ the current assignments.  No averaging over past states is done.
 """
 from __future__ import annotations
 
-from typing import ClassVar, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Generic
 
 import numpy as np
 
 from svibench.algorithm import Algorithm, resolve_init_method
+from svibench.capabilities import ConditionalSampler
+from svibench.capabilities.sampler import State
 
-__all__ = ["ConditionalSampler", "GibbsSampler"]
-
-#: The model's state of the chain (BPFA: ``models.bpfa.chain.ChainState``), which is also
-#: what :meth:`GibbsSampler.posterior` hands to the model's ``evaluate``.
-State = TypeVar("State")
-
-
-@runtime_checkable
-class ConditionalSampler(Protocol[State]):
-    """A model that can run a Gibbs sampler over all its variables.
-
-    Attributes
-    ----------
-    init_methods : tuple of str
-        Accepted ``method`` values of :meth:`chain_init` (first is default).
-    """
-
-    init_methods: ClassVar[tuple[str, ...]]
-    n_train: int
-
-    def chain_init(self, rng: np.random.Generator, method: str) -> State:
-        """Initial state of the chain over every variable."""
-
-    def chain_sweep(self, state: State, rng: np.random.Generator) -> State:
-        """One sweep: every variable drawn from its complete conditional; returns the new state."""
+__all__ = ["GibbsSampler"]
 
 
 class GibbsSampler(Algorithm, Generic[State]):

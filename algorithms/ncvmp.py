@@ -33,13 +33,11 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.linalg
-import scipy.sparse
 
 from svibench.algorithm import Algorithm, Diverged
 from svibench.capabilities import missing
 from svibench.capabilities.adapters import ConjugateMeanField, conjugate_incompatibility
-from svibench.capabilities.latent_gaussian import GaussianPosterior, LatentGaussian, expected_loglik
+from svibench.capabilities.latent_gaussian import GaussianFromSites, GaussianPosterior, LatentGaussian, expected_loglik
 from svibench.quadrature import ACCURATE, expectation_rule
 
 __all__ = ["NCVMP"]
@@ -90,34 +88,15 @@ class NCVMP(Algorithm):
         if self.conjugate_ is not None:
             self.lam_ = self.conjugate_.mf_init(rng)
             return
-        prior, X = model.latent_prior(), model.design()
-        self.X_ = None if X is None else (X.toarray() if scipy.sparse.issparse(X) else np.asarray(X, float))
-        self.prior_ = prior
+        self.sites_ = GaussianFromSites(model)
         self.rule_ = expectation_rule(self.quadrature)
         N = model.n_train
         self.theta1_ = np.full(N, float(self.init_theta1))
         self.theta2_ = np.full(N, float(self.init_theta2))
 
-    def _q(self) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and covariance of q(z) = prior × messages (VMP combination of natural parameters)."""
-        if self.prior_.cov is not None:  # GP: Σ = K − K (K + diag(1/w))⁻¹ K, mean Σθ₁
-            K = self.prior_.cov
-            S = K + np.diag(-0.5 / self.theta2_)
-            cov = K - K @ np.linalg.solve(S, K)
-            return cov @ self.theta1_, cov
-        X = self.X_
-        precision = np.diag(self.prior_.precision) + X.T @ (X * (-2.0 * self.theta2_)[:, None])
-        try:
-            cov = np.linalg.inv(precision)
-        except np.linalg.LinAlgError:
-            raise Diverged("q(z)'s precision became singular") from None
-        return cov @ (X.T @ self.theta1_), cov
-
     def _marginals(self) -> tuple[np.ndarray, np.ndarray]:
-        mean, cov = self._q()
-        if self.X_ is None:
-            return mean, np.diag(cov).copy()
-        return self.X_ @ mean, np.sum((self.X_ @ cov) * self.X_, axis=1)
+        """Means and variances of ηₙ under q(z) = prior × messages (the VMP combination of natural parameters)."""
+        return self.sites_.marginals(self.theta1_, self.theta2_)
 
     def _conjugate_step(self) -> int:
         """Every block's VMP message from the same q, damped: λ ← aλ + (1 − a) Σ messages."""
@@ -153,8 +132,7 @@ class NCVMP(Algorithm):
         """q(z) of a latent Gaussian model, or the ConjugatePosterior of a conjugate one."""
         if self.conjugate_ is not None:
             return self.conjugate_.posterior(self.lam_)
-        mean, cov = self._q()
-        return GaussianPosterior(mean, cov)
+        return self.sites_.posterior(self.theta1_, self.theta2_)
 
     def messages(self) -> tuple[np.ndarray, np.ndarray]:
         """The current messages (θ₁, θ₂) — for comparison with CVI's pseudo-observations."""

@@ -47,9 +47,9 @@ import scipy.linalg
 import scipy.sparse
 
 from svibench.algorithm import Algorithm, Diverged, Preset
-from svibench.capabilities.latent_gaussian import GaussianPosterior, LatentGaussian
+from svibench.capabilities.latent_gaussian import GaussianFromSites, GaussianPosterior, LatentGaussian
 
-from .cvi import PseudoObservationPosterior, check_site_params, site_schedule
+from .cvi import check_site_params, site_schedule
 
 __all__ = ["SalimansKnowles"]
 
@@ -96,7 +96,7 @@ class SalimansKnowles(Algorithm):
     def init(self, model: LatentGaussian, rng: np.random.Generator) -> None:
         self.model_, self.rng_ = model, rng
         self.schedule_ = site_schedule(self)
-        self.conjugate_ = PseudoObservationPosterior(model)
+        self.conjugate_ = GaussianFromSites(model)
         N, self.t_ = model.n_train, 0
         lam1, lam2 = np.full(N, float(self.init_lam1)), np.full(N, float(self.init_lam2))
         if self.factorised:  # sites λ̃₂ = −h̄/2, λ̃₁ = h̄η̄ + ḡ

@@ -46,6 +46,8 @@ PROBLEMS: dict[str, ProblemSpec] = {p.model: p for p in (
 PEAKMEM_MODELS = ("bpfa", "gpc")
 
 SEP = " @ "
+#: The environment variable that brings installed plugins' algorithms and models into the suite.
+PLUGINS_ENV = "SVIBENCH_BENCH_PLUGINS"
 
 
 def _default_problem(model: str) -> ProblemSpec | None:
@@ -63,10 +65,16 @@ def _default_problem(model: str) -> ProblemSpec | None:
     return None
 
 
+def _included(source: str) -> bool:
+    """Built-ins always; installed plugins (entry points) only when ``SVIBENCH_BENCH_PLUGINS=1`` asks for them, so a
+    package someone installed beside svibench never changes the suite's names or timings unasked."""
+    return source.startswith("built-in") or os.environ.get(PLUGINS_ENV) == "1"
+
+
 def problems() -> dict[str, ProblemSpec]:
     """Benchmark problem of every registered model (models with no usable dataset are left out)."""
     out = {}
-    for model in sorted(get_registry().models):
+    for model in sorted(m for m, (_, source) in get_registry().models.items() if _included(source)):
         spec = PROBLEMS.get(model) or _default_problem(model)
         if spec is not None:
             out[model] = spec
@@ -86,7 +94,7 @@ def pairs(models: tuple[str, ...] | None = None) -> list[str]:
             continue
         model_cls = registry.model(model)
         for name, entry in sorted(registry.algorithms.items()):
-            if entry.incompatibility(model_cls) is None:
+            if _included(entry.source) and entry.incompatibility(model_cls) is None:
                 out.append(pair_id(name, problem))
     return out
 

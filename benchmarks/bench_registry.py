@@ -34,7 +34,7 @@ def _started(pair: str, *, cache: bool = True):
     return model, alg
 
 
-class Iteration:
+class AlgorithmIteration:
     """Seconds per iteration (one ``step``) at the benchmark size."""
 
     params = [pairs()]
@@ -49,7 +49,7 @@ class Iteration:
         self.alg.step()
 
 
-class Epoch:
+class AlgorithmEpoch:
     """Seconds per epoch (steps until N data points have been touched)."""
 
     params = [pairs()]
@@ -68,7 +68,7 @@ class Epoch:
             steps += 1
 
 
-class Quality:
+class AlgorithmQuality:
     """Final ELBO and held-out log-likelihood after TRACK_EPOCHS passes with seed SEED.
 
     A run that ends ``failed``/``diverged`` fails the benchmark, so a change that
@@ -103,7 +103,7 @@ _PEAK_PAIRS = pairs(PEAKMEM_MODELS)
 
 if _PEAK_PAIRS:
 
-    class PeakMemory:
+    class AlgorithmPeakMemory:
         """Peak resident memory of loading the problem, ``init`` and three steps (BPFA and GP problems)."""
 
         params = [_PEAK_PAIRS]

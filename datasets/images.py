@@ -77,7 +77,8 @@ def assemble_patches(patches: np.ndarray, shape: tuple[int, int], patch: int) ->
     return total / count
 
 
-@dataset("image-patches", kind="images", description="a test image as overlapping 8×8 patches, for inpainting or denoising (BPFA §5.2)")
+@dataset("image-patches", kind="images", description="a test image as overlapping 8×8 patches, for inpainting or denoising (BPFA §5.2)",
+         files=tuple(f for f, _ in IMAGES.values()))
 def image_patches(*, image: str = "house", task: str = "inpainting", size: int = 0, patch: int = 8,
                   observed: float = 0.0, noise_sd: float = -1.0, seed: int = 0) -> Dataset:
     """Patches of ``image`` with a random pixel mask (and noise), standardised.

@@ -86,7 +86,8 @@ def _reuters_file(file: DataFile) -> Path:
                                  f"{REUTERS_BY_HAND.format(folder=where.parent)} ; or use 'lda-synthetic'") from None
 
 
-@dataset("reuters", kind=BAG_OF_WORDS, description="395 Reuters-21578 stories, 4,258 words (the lda package's test corpus)")
+@dataset("reuters", kind=BAG_OF_WORDS, description="395 Reuters-21578 stories, 4,258 words (the lda package's test corpus)",
+         files=(REUTERS_LDAC, REUTERS_TOKENS))
 def reuters(*, n_test: int = 50, seed: int = 0) -> Dataset:
     """The Reuters-21578 subset shipped with the ``lda`` package (395 documents, V = 4,258), ``n_test`` held out."""
     vocab = read_vocab(_reuters_file(REUTERS_TOKENS))

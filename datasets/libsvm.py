@@ -120,6 +120,11 @@ def covtype_binary_scale() -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
+def _files(*keys: str) -> tuple[DataFile, ...]:
+    """The files a dataset reads: each LIBSVM text file, or else the .mat file holding the same matrix."""
+    return tuple(dict.fromkeys(f for key in keys for f in FILES[key][:2]))
+
+
 def read_libsvm(path: str | Path, *, n_features: int | None = None) -> tuple[scipy.sparse.csr_matrix, np.ndarray]:
     """Parse a LIBSVM text file (optionally ``.bz2``) into (X as CSR, labels).
 
@@ -195,43 +200,54 @@ def _halves(name: str, key: str, n_features: int, split: int) -> Dataset:
                    {"source": FILES[key][0].source, "split": f"random halves, permutation seed {split}"})
 
 
-@dataset("a1a", kind="classification", description="LIBSVM a1a (Adult): official split, 1,605 train / 30,956 test, 123 features")
+@dataset("a1a", kind="classification", description="LIBSVM a1a (Adult): official split, 1,605 train / 30,956 test, 123 features",
+         files=_files("a1a", "a1a.t"))
 def a1a() -> Dataset:
     """LIBSVM a1a with the official train/test files (train padded from 119 to 123 columns)."""
     return _official("a1a", "a1a", "a1a.t", 123)
 
 
-@dataset("a7a", kind="classification", description="LIBSVM a7a (Adult): official split, 16,100 train / 16,461 test, 123 features")
+@dataset("a7a", kind="classification", description="LIBSVM a7a (Adult): official split, 16,100 train / 16,461 test, 123 features",
+         files=_files("a7a", "a7a.t"))
 def a7a() -> Dataset:
     """LIBSVM a7a with the official train/test files."""
     return _official("a7a", "a7a", "a7a.t", 123)
 
 
-@dataset("australian", kind="classification", description="LIBSVM australian_scale: 690 × 14, random halves")
+@dataset("australian", kind="classification", description="LIBSVM australian_scale: 690 × 14, random halves",
+         files=_files("australian_scale"))
 def australian(*, split: int = 0) -> Dataset:
     """australian_scale split into random halves (345 train) by the seed ``split``."""
     return _halves("australian", "australian_scale", 14, split)
 
 
-@dataset("breast-cancer", kind="classification", description="LIBSVM breast-cancer_scale: 683 × 10, random halves")
+@dataset("breast-cancer", kind="classification", description="LIBSVM breast-cancer_scale: 683 × 10, random halves",
+         files=_files("breast-cancer_scale"))
 def breast_cancer(*, split: int = 0) -> Dataset:
     """breast-cancer_scale (labels 2/4 → 0/1) split into random halves (341 train) by the seed ``split``."""
     return _halves("breast-cancer", "breast-cancer_scale", 10, split)
 
 
-@dataset("colon-cancer", kind="classification", description="LIBSVM colon-cancer: 62 × 2000, random halves")
+@dataset("colon-cancer", kind="classification", description="LIBSVM colon-cancer: 62 × 2000, random halves",
+         files=_files("colon-cancer"))
 def colon_cancer(*, split: int = 0) -> Dataset:
     """colon-cancer split into random halves (31 train) by the seed ``split``."""
     return _halves("colon-cancer", "colon-cancer", 2000, split)
 
 
 @dataset("covtype", kind="classification",
-         description="covtype.binary.scale (UCI covtype, class 2 vs rest, min-max scaled): 581,012 x 54, random halves")
+         description="covtype.binary.scale (UCI covtype, class 2 vs rest, min-max scaled): 581,012 x 54, random halves",
+         files=(COVTYPE,))
 def covtype(*, split: int = 0, n_train: int | None = None) -> Dataset:
     """The CVI paper's "Covtype-binary-scale" split into random halves (290,506 train) by the seed ``split``.
 
-    ``n_train`` (a reduced scale) keeps the first ``n_train`` rows of each random half: a seeded subsample
-    of the same split, as many test rows as training rows; None keeps both halves whole, as the paper.
+    Parameters
+    ----------
+    split : int
+        Seed of the random permutation that splits the 581,012 rows into halves.
+    n_train : int or None
+        Keep the first n_train rows of each random half (a reduced scale; as many test rows); None keeps
+        both halves whole, as the paper.
     """
     half = COVTYPE_ROWS // 2
     n = half if n_train is None else n_train

@@ -29,7 +29,7 @@ def usps_all() -> np.ndarray:
     return scipy.io.loadmat(fetch(USPS_ALL))["data"]
 
 
-@dataset("usps-3v5", kind="classification",
+@dataset("usps-3v5", kind="classification", files=(USPS_ALL,),
          description="USPS 3 vs 5 from usps_all.mat (SUBSTITUTE for GPML's usps_resampled), random halves")
 def usps_3v5(*, n_per_class: int = 1100, split: int = 0) -> Dataset:
     """Digits 3 (y = 1) and 5 (y = 0), ``n_per_class`` random images of each, split in halves by seed ``split``."""

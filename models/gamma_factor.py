@@ -76,6 +76,7 @@ class GammaFactor(Model):
     )
     #: Deterministic given q (the ELBO and heldout_loglik are Monte-Carlo estimates), and the paper's measure.
     answer = "neg_test_loglik"
+    primary = ("elbo", "neg_test_loglik")
     family_kinds: ClassVar[tuple[str, ...]] = ("meanfield",)
 
     def __init__(self, data: Dataset, *, n_factors: int = 40, noise_variance: float = 0.1,

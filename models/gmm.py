@@ -82,6 +82,7 @@ class GaussianMixture(Model):
     )
     #: Exact for every posterior an algorithm hands out.
     answer = "elbo"
+    primary = ("elbo", "heldout_loglik")
     posterior_types = (ConjugatePosterior,)
     local_kinds: ClassVar[tuple[str, ...]] = ("mf", "gibbs")
     init_methods: ClassVar[tuple[str, ...]] = ("random",)

@@ -57,6 +57,7 @@ class GPClassification(LatentLogisticModel):
                                                           "test_logloss_bits", "test_error", "heldout_loglik")))
     #: Exact for every q (a Gibbs chain is scored by its Gaussian moments).
     answer = "elbo"
+    primary = ("elbo", "test_logloss_nats", "test_error")
 
     def __init__(self, data: Dataset, *, log_lengthscale: float = 2.5, log_sigma_f: float = 5.0,
                  jitter: float = 1e-8) -> None:

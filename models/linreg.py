@@ -54,6 +54,7 @@ class BayesianLinearRegression(Model):
     )
     #: Exact for every Gaussian q; ranks like ``posterior_kl`` (their sum is the constant log p(y)).
     answer = "elbo"
+    primary = ("elbo", "heldout_loglik", "posterior_kl")
     posterior_types = (ConjugatePosterior, GaussianPosterior)
     local_kinds: ClassVar[tuple[str, ...]] = ("mf",)
     init_methods: ClassVar[tuple[str, ...]] = ("prior",)

@@ -209,6 +209,7 @@ class BayesianLogisticRegression(LatentLogisticModel):
     metrics = LOGISTIC_METRICS
     #: Exact for every q (a Gibbs chain is scored by its Gaussian moments).
     answer = "elbo"
+    primary = ("elbo", "test_logloss_bits", "test_error")
 
     def __init__(self, data: Dataset, *, delta: float = 1.0, bias_precision: float = 1e-4) -> None:
         super().__init__(data)

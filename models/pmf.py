@@ -91,6 +91,7 @@ class PoissonGammaMF(Model):
     )
     #: Every posterior has it (a Gibbs state has no ELBO).
     answer = "heldout_loglik"
+    primary = ("elbo", "heldout_loglik", "recon_loss")
     family_kinds: ClassVar[tuple[str, ...]] = ("meanfield",)
     posterior_types = (dict, ConjugatePosterior, CountChain)
     local_kinds: ClassVar[tuple[str, ...]] = ("mf",)

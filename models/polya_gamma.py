@@ -11,7 +11,7 @@ classification: ψₙ = fₙ) is conditionally conjugate: p(z | ω, y) = N with
 
 This module gives the models (:class:`PolyaGammaAugmented`, mixed into
 ``logreg`` and ``gpc``) the conditionally conjugate capability and the Gibbs
-sampler's :class:`~svibench.algorithms.gibbs.ConditionalSampler`:
+sampler's :class:`~svibench.capabilities.ConditionalSampler`:
 
 * local kind ``"mf"``: the mean-field optimum q(ωₙ) = PG(1, cₙ), cₙ² = E_q[ψₙ²],
   whose only moment the global update needs is E[ωₙ] = tanh(cₙ/2)/(2cₙ)
@@ -162,7 +162,7 @@ class PolyaGammaAugmented:
         omega = pg_mean(1.0, c) if approx.kind == "mf" else pg_draw(1.0, c, rng, (approx.samples, len(c))).mean(0)
         return {"z": self._row_natural(batch, self.y[batch] - 0.5, omega)}
 
-    # -- capability: Gibbs sampler (algorithms.gibbs.ConditionalSampler)
+    # -- capability: Gibbs sampler (svibench.capabilities.ConditionalSampler)
     def _conditional(self, omega: np.ndarray) -> GaussianFullNatural:
         """p(z | ω, y): the prior plus every datum's augmented term."""
         everyone = np.arange(self.n_train)

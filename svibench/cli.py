@@ -1,7 +1,8 @@
-"""The ``svibench`` command line: list, run, report, regenerate."""
+"""The ``svibench`` command line: list, describe, run, report, regenerate, check, new."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections import Counter
@@ -18,8 +19,20 @@ from .sweep import SweepError, run_study
 __all__ = ["main"]
 
 
+def _cmd_describe(args: argparse.Namespace) -> int:
+    from .describe import describe
+
+    print(describe(args.name, get_registry(_plugins(args.plugin))))
+    return 0
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
-    reg = get_registry(tuple(args.plugin))
+    reg = get_registry(_plugins(args.plugin))
+    if args.params:
+        from .describe import describe_all
+
+        print(describe_all(reg))
+        return 0
     name_width = max([len(a) for a in reg.algorithms] + [16])
     label_width = max([len(entry.label) for entry in reg.algorithms.values()] + [18])
     print("Algorithms:")
@@ -53,28 +66,59 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 def _executor(args: argparse.Namespace, workers: int) -> Executor:
     """The executor the options ask for, configured (it is called with the runs and ``on_progress``)."""
-    if args.executor == "dask":
-        return partial(run_dask, address=args.address, workers=workers, retries=args.retries)
     memory = int(args.memory_limit * 2**30) if args.memory_limit else None
+    if args.executor == "dask":
+        return partial(run_dask, address=args.address, workers=workers, retries=args.retries, memory_limit=memory)
     return partial(run_local, workers=workers, retries=args.retries, memory_limit=memory)
 
 
-def _workers(args: argparse.Namespace) -> int:
-    """How many runs execute at once: --workers, the cores, or the size of the cluster at --address."""
+def _workers(args: argparse.Namespace, runs: int) -> int:
+    """How many runs execute at once: the size of the cluster at --address, else --workers (default: the cores)
+    capped at the study's runs and this machine's cores, with a one-line warning when the cap bites."""
     if args.address and args.executor != "dask":
         raise ExecutorError("--address needs --executor dask")
-    if not args.address:
-        return args.workers or os.cpu_count() or 1
-    workers = dask_slots(args.address)  # a cluster of its own size: checked (and reached) before any work
-    if workers == 0 and not args.quiet:
-        print(f"the scheduler at {args.address} has no workers yet: runs wait until `dask worker` processes join")
+    if args.address:
+        if args.memory_limit:
+            raise ExecutorError("--memory-limit limits the workers svibench starts; a running cluster's workers take "
+                                "it from `dask worker --memory-limit ...`: drop --memory-limit or --address")
+        workers = dask_slots(args.address)  # a cluster of its own size: checked (and reached) before any work
+        if workers == 0 and not args.quiet:
+            print(f"the scheduler at {args.address} has no workers yet: runs wait until `dask worker` processes join")
+        return workers
+    cores = os.cpu_count() or 1
+    workers = max(1, min(args.workers or cores, runs, cores))
+    if args.workers and workers < args.workers:
+        print(f"svibench: warning: --workers {args.workers}: using {workers} (the study has {runs} run(s), this machine "
+              f"{cores} core(s))", file=sys.stderr)
     return workers
 
 
+class CliError(RuntimeError):
+    """An option the command cannot use (the message says which and what to give instead)."""
+
+
+def _plugins(files: list[str]) -> tuple[str, ...]:
+    """The --plugin files, resolved; each one must load and define something, used by the study or not."""
+    plugins = tuple(str(Path(p).resolve()) for p in files)
+    unavailable = get_registry(plugins).unavailable
+    for path in plugins:
+        reason = unavailable.get(f"plugin file {path}")
+        if reason:
+            raise CliError(f"--plugin {path}: {reason}; fix the file or drop the option")
+    return plugins
+
+
+def _folder(path: Path, option: str) -> Path:
+    """An output folder (created later if missing); an existing file there is refused."""
+    if path.exists() and not path.is_dir():
+        raise CliError(f"{option} {path} is a file; give a folder (it is created if missing)")
+    return path
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
-    study = load_study(args.study, scale=args.scale, plugins=tuple(str(Path(p).resolve()) for p in args.plugin))
-    out = Path(args.output) if args.output else Path(args.study).resolve().parent / "results"
-    workers = _workers(args)
+    study = load_study(args.study, scale=args.scale, plugins=_plugins(args.plugin))
+    out = _folder(Path(args.output) if args.output else Path(args.study).resolve().parent / "results", "-o")
+    workers = _workers(args, len(study.runs))
     if not args.quiet:
         print(f"study {study.name!r} ({study.scale} scale): {len(study.runs)} runs, {workers} worker(s) -> {out}")
         for skip in study.skipped:
@@ -113,7 +157,12 @@ def _final_metrics_text(out: Path) -> str:
     from .health import open_judged
     from .report.tables import final_metrics
 
-    table = final_metrics(open_judged(out, skip_corrupt=True))
+    from .report.settings import ReportSettings
+    from .results import metric_info
+
+    ds = open_judged(out, skip_corrupt=True)
+    manifest = json.loads((out / "manifest.json").read_text())
+    table = final_metrics(ds, ReportSettings.parse(manifest.get("report")).shown(metric_info(ds)))
     return pd.DataFrame(table.rows, columns=table.columns).to_string(index=False)
 
 
@@ -137,7 +186,8 @@ def _exit_status(statuses: dict[str, str], quiet: bool) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
 
-    report = write_report(args.results, args.output, study=args.study)
+    report = write_report(args.results, _folder(Path(args.output), "-o"), study=args.study,
+                          all_metrics=args.metrics == "all")
     print(f"report: {report.html} ({len(report.figures)} figures; Markdown: {report.markdown})")
     return 0
 
@@ -145,7 +195,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_regenerate(args: argparse.Namespace) -> int:
     from .regenerate import regenerate
 
-    done = regenerate(args.reports, args.studies, scale=args.scale, workers=args.workers or 1)
+    done = regenerate(args.reports, args.studies, scale=args.scale, workers=args.workers or 1, executor=args.executor)
     bad = [f"{d.study}: {n} {s}" for d in done for s, n in Counter(d.statuses.values()).items() if s not in ("ok", "diverged")]
     if bad:
         print(f"runs not ok ({'; '.join(bad)}): see 'Runs not ok' in the reports", file=sys.stderr)
@@ -198,12 +248,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="algorithms, models, datasets and which pairs are compatible")
     p.add_argument("--plugin", action="append", default=[], metavar="FILE", help="load algorithms from a Python file")
+    p.add_argument("--params", action="store_true", help="describe every one instead (as `svibench describe NAME`)")
     p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("describe", help="the parameters a study may set for an algorithm, model or dataset, and more")
+    p.add_argument("name", help="an algorithm, model or dataset name (`svibench list` shows them)")
+    p.add_argument("--plugin", action="append", default=[], metavar="FILE", help="load algorithms from a Python file")
+    p.set_defaults(func=_cmd_describe)
 
     p = sub.add_parser("run", help="run a study file")
     p.add_argument("study", help="the study's TOML file")
     p.add_argument("-o", "--output", help="results folder (default: results/ beside the study file)")
-    p.add_argument("--workers", type=_at_least_one, default=0, help="worker processes (default: number of cores)")
+    p.add_argument("--workers", type=_at_least_one, default=0, help="worker processes (default: number of cores; capped at the runs and the cores)")
     p.add_argument("--executor", choices=("local", "dask"), default="local",
                    help="local worker processes (default) or Dask distributed")
     p.add_argument("--address", help="with --executor dask: a running scheduler, e.g. tcp://127.0.0.1:8786 "
@@ -227,6 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reports", default="reports", help="the folder of study folders (default: reports)")
     p.add_argument("--scale", default="default", help="a [scales.NAME] of every study, e.g. 'paper'")
     p.add_argument("--workers", type=_at_least_one, default=1, help="worker processes (default 1: serial timings)")
+    p.add_argument("--executor", choices=("local", "dask"), default="local",
+                   help="local worker processes (default) or a Dask LocalCluster of --workers processes")
     p.set_defaults(func=_cmd_regenerate)
 
     p = sub.add_parser("report", help="write an HTML and Markdown report of saved results")
@@ -234,6 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="folder for index.html, summary.md and figures/")
     p.add_argument("--study", help="take the claims, references, paper numbers and [report] from this study file "
                                    "instead of the copy saved with the results")
+    p.add_argument("--metrics", choices=("shown", "all"), default="shown",
+                   help="figures and final metrics of the study's [report] plot or the models' primary metrics "
+                        "(default), or of every recorded one")
     p.set_defaults(func=_cmd_report)
     p = sub.add_parser("check", help="run the conformance suite on an algorithm plugin")
     p.add_argument("target", metavar="PLUGIN", help="a plugin file, or a registry or entry-point name")
@@ -254,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (StudyError, RegistryError, DataError, ResultsError, SweepError, ExecutorError) as exc:
+    except (StudyError, RegistryError, DataError, ResultsError, SweepError, ExecutorError, CliError) as exc:
         print(f"svibench: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (`svibench list | head`): no traceback, as Python's docs advise

@@ -3,7 +3,7 @@
 A :class:`Dataset` is arrays plus a train/test split.  Real files are read from
 the data directory (``SVIBENCH_DATA_DIR``, default ``~/.cache/svibench``); a
 missing file is downloaded from its pinned public source and every file is
-verified by SHA-256 before use (DESIGN.md, "Data").
+verified by SHA-256 before use (README.md, "Data").
 """
 from __future__ import annotations
 
@@ -184,20 +184,23 @@ class DatasetInfo:
     kind: str
     description: str
     loader: Callable[..., Dataset]
+    files: tuple[DataFile, ...] = ()
 
 
-def dataset(name: str, *, kind: str, description: str = "") -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
+def dataset(name: str, *, kind: str, description: str = "",
+            files: tuple[DataFile, ...] = ()) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
     """Mark a loader function as the dataset ``name``.
 
     The registry collects marked functions from the modules of
     ``svibench.datasets`` (and from plugins).  The loader's keyword arguments
     are the dataset's parameters in a study file; a ``seed`` parameter, if
-    any, seeds synthetic generation or random splits.
+    any, seeds synthetic generation or random splits.  ``files`` are the
+    :class:`DataFile` s it reads (``svibench describe`` lists them, present or not).
     """
 
     def mark(loader: Callable[..., Dataset]) -> Callable[..., Dataset]:
         doc = description or (loader.__doc__ or "").strip().split("\n")[0]
-        loader._svibench_dataset = DatasetInfo(name, kind, doc, loader)  # type: ignore[attr-defined]
+        loader._svibench_dataset = DatasetInfo(name, kind, doc, loader, tuple(files))  # type: ignore[attr-defined]
         return loader
 
     return mark

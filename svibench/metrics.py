@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping
 
 __all__ = ["DERIVED", "Metric", "KINDS", "DIRECTIONS", "metric_table", "MetricError", "check_declaration", "table_json",
-           "table_from_json", "HOW_TO_DECLARE"]
+           "table_from_json", "HOW_TO_DECLARE", "MAX_PRIMARY", "primary_names", "with_primary"]
 
 #: The fix every "no metadata" error names.
 HOW_TO_DECLARE = ("declare `metrics = metric_table(Metric(name, direction, kind, unit, ...), ...)` and "
@@ -34,6 +34,8 @@ KINDS = ("objective", "task", "diagnostic")
 #: Rounding slack of :meth:`Metric.valid` at a finite bound: relative, and at least absolute.
 ROUNDING = 1e-9
 DIRECTIONS = ("higher", "lower")
+#: How many metrics a model may show by default (its ``primary`` ones).
+MAX_PRIMARY = 3
 
 
 class MetricError(ValueError):
@@ -60,6 +62,10 @@ class Metric:
         The valid range: a value outside it marks the run diverged (e.g. a perplexity below 1).
     description : str
         One line for the report's table of metrics.
+    primary : bool
+        Shown by default (figures, the final-metrics table, the console): one of the model's ``primary`` metrics
+        (at most :data:`MAX_PRIMARY`: its objective, a predictive and its task metric).  The others stay in the
+        results and show with ``[report] plot`` or ``svibench report --metrics all``.
     """
 
     name: str
@@ -70,6 +76,7 @@ class Metric:
     low: float = -math.inf
     high: float = math.inf
     description: str = ""
+    primary: bool = False
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
@@ -107,7 +114,7 @@ class Metric:
         low, high = data.get("low"), data.get("high")
         return cls(data["name"], data["direction"], data["kind"], data.get("unit", ""), bool(data.get("rankable", True)),
                    -math.inf if low is None else float(low), math.inf if high is None else float(high),
-                   data.get("description", ""))
+                   data.get("description", ""), bool(data.get("primary", False)))
 
 
 def metric_table(*metrics: Metric) -> dict[str, Metric]:
@@ -143,7 +150,25 @@ def check_declaration(model_cls: type) -> dict[str, Metric]:
     if answer not in answers:
         raise MetricError(f"model {name!r}: answer {answer!r} is not one of its objective or task metrics; "
                           f"set `answer` to one of {', '.join(answers) or '(none: declare one)'}")
-    return dict(table)
+    primary = tuple(getattr(model_cls, "primary", ()) or ())
+    unknown = [p for p in primary if p not in table]
+    if unknown or len(primary) > MAX_PRIMARY:
+        raise MetricError(f"model {name!r}: primary {primary!r} must name at most {MAX_PRIMARY} of its metrics "
+                          f"({', '.join(table)})" + (f"; {unknown[0]!r} is not one" if unknown else ""))
+    return with_primary(table, primary_names(table, answer, primary))
+
+
+def primary_names(table: Mapping[str, Metric], answer: str, primary: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The metrics a model shows by default: its declared ``primary``, else its first objective and its answer."""
+    if primary:
+        return primary
+    first = next((key for key, m in table.items() if m.kind == "objective"), answer)
+    return tuple(dict.fromkeys((first, answer)))
+
+
+def with_primary(table: Mapping[str, Metric], names: tuple[str, ...]) -> dict[str, Metric]:
+    """``table`` with ``primary`` set on ``names`` and cleared elsewhere."""
+    return {key: replace(m, primary=key in names) for key, m in table.items()}
 
 
 def table_json(table: Mapping[str, Metric]) -> str:

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .data import Dataset
-from .metrics import Metric
+from .metrics import Metric, check_declaration
 
 __all__ = ["Model", "IncompatibleData", "evaluate_posterior"]
 
@@ -37,6 +37,9 @@ class Model:
     data_kinds: ClassVar[tuple[str, ...]]
     metrics: ClassVar[dict[str, Metric]] = {}
     answer: ClassVar[str] = ""
+    #: The metrics shown by default, at most three (its objective, a predictive and its task metric; empty: the
+    #: first objective and ``answer``); the others stay in the results (``svibench.metrics.Metric.primary``).
+    primary: ClassVar[tuple[str, ...]] = ()
     #: The posterior types :meth:`evaluate` takes (empty: not checked), so that an algorithm
     #: handing out anything else is told so in one line instead of failing inside ``evaluate``.
     posterior_types: ClassVar[tuple[type, ...]] = ()
@@ -61,7 +64,7 @@ class Model:
         data overrides this (same names, e.g. BPFA's ``psnr_fit`` on noisy pixels);
         the runner saves its result with every run.
         """
-        return dict(type(self).metrics)
+        return check_declaration(type(self))
 
     def evaluate(self, posterior: Any, rng: np.random.Generator) -> dict[str, float]:
         """Metrics of a variational posterior.

@@ -1,5 +1,8 @@
 """Rebuild the committed reports at HEAD: run every study from scratch, then write the reports and the index.
 
+A study's report at the default scale sits beside its study file; at another scale (``--scale paper``) in
+the folder of that name beside it (``reports/<study>/paper/``), so both are committed and the index lists both.
+
 The tree must be clean (no uncommitted change to a tracked file), so every
 result records the commit without ``-dirty``.  All studies run before any
 report is written: a written report is a change to a tracked file, and the
@@ -14,11 +17,11 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from .executors import run_local
+from .executors import run_dask, run_local
 from .study import Study, StudyError, load_study
 from .sweep import run_study
 
-__all__ = ["regenerate", "dirty_files", "RESULTS_DIR"]
+__all__ = ["regenerate", "dirty_files", "report_folder", "RESULTS_DIR"]
 
 #: Where regenerate runs the studies (ignored by git; a user's own `results/` is left alone).
 RESULTS_DIR = "results-regenerate"
@@ -31,6 +34,12 @@ def dirty_files(folder: Path) -> list[str]:
     if out.returncode != 0:
         raise StudyError(f"{folder} is not in a git work tree (git status: {out.stderr.strip()})")
     return [line[3:] for line in out.stdout.splitlines() if line.strip()]
+
+
+def report_folder(study: Study) -> Path:
+    """Where a study's committed report goes: beside its file at the default scale, else in ``<scale>/`` beside it."""
+    folder = Path(study.source).parent
+    return folder if study.scale == "default" else folder / study.scale
 
 
 @dataclass
@@ -53,9 +62,11 @@ def _studies(reports: Path, names: list[str], scale: str) -> list[Study]:
 
 
 def regenerate(reports: str | Path = "reports", names: list[str] | None = None, *, scale: str = "default",
-               workers: int = 1, allow_dirty: bool = False, log=print) -> list[Regenerated]:
-    """Run the studies (all under ``reports``, or ``names``) into ``<study>/results-regenerate`` afresh, then write each
-    report beside its study file and the index ``reports/index.html`` / ``README.md``."""
+               workers: int = 1, executor: str = "local", allow_dirty: bool = False, log=print) -> list[Regenerated]:
+    """Run the studies (all under ``reports``, or ``names``) into ``results-regenerate`` of their report folder
+    (:func:`report_folder`) afresh, then write each report there and the index ``reports/index.html`` /
+    ``README.md``.  ``executor`` is ``"local"`` (worker processes) or ``"dask"`` (a ``LocalCluster`` of
+    ``workers`` single-threaded processes)."""
     from .report import write_report
     from .report.index import write_index
 
@@ -66,16 +77,17 @@ def regenerate(reports: str | Path = "reports", names: list[str] | None = None, 
                          "commit or stash them: committed reports must be built at a clean HEAD")
     studies = _studies(reports, list(names or []), scale)  # every study checked before any run
     done = []
+    run = partial(run_dask if executor == "dask" else run_local, workers=workers)
     for study in studies:
-        out = Path(study.source).parent / RESULTS_DIR
+        out = report_folder(study) / RESULTS_DIR
         shutil.rmtree(out, ignore_errors=True)
         start = time.perf_counter()
-        result = run_study(study, out, partial(run_local, workers=workers), progress=False,
-                           execution={"executor": "local", "parallel_workers": workers if len(study.runs) > 1 else 1})
+        result = run_study(study, out, run, progress=False,
+                           execution={"executor": executor, "parallel_workers": workers if len(study.runs) > 1 else 1})
         done.append(Regenerated(study.name, len(study.runs), time.perf_counter() - start, result.statuses))
         log(f"{study.name}: {len(study.runs)} runs in {done[-1].seconds:.0f} s")
     for study in studies:
-        write_report(Path(study.source).parent / RESULTS_DIR, Path(study.source).parent)
+        write_report(report_folder(study) / RESULTS_DIR, report_folder(study))
     html, _ = write_index(reports)
     log(f"index: {html}")
     return done

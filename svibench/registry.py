@@ -27,9 +27,21 @@ from .algorithm import Algorithm
 from .data import DatasetInfo
 from .model import Model
 
-__all__ = ["Registry", "AlgorithmEntry", "RegistryError", "get_registry"]
+__all__ = ["Registry", "AlgorithmEntry", "RegistryError", "get_registry", "accepted_params"]
 
 GROUPS = ("algorithms", "models", "datasets")
+
+
+#: Arguments of a model's ``__init__`` that are not a study's to set.
+_NOT_PARAMS = ("self", "data")
+
+
+def accepted_params(func: Callable) -> list[str]:
+    """The keyword parameters of ``func`` a study may set (a model's ``__init__`` without ``self``/``data``,
+    a dataset's loader, an algorithm's keyword-only ``__init__`` arguments)."""
+    return [p.name for p in inspect.signature(func).parameters.values()
+            if p.name not in _NOT_PARAMS and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
 
 
 class RegistryError(LookupError):
@@ -136,7 +148,10 @@ class Registry:
             sys.modules.pop(module_name, None)
             self.unavailable[source] = _describe_import_error(exc)
             return
+        before = len(self.algorithms) + len(self.models) + len(self.datasets)
         self.add_module(module, source)
+        if len(self.algorithms) + len(self.models) + len(self.datasets) == before:
+            self.unavailable[source] = "defines no Algorithm or Model subclass with a `name` and no @dataset loader"
 
 
 def _safe_incompatibility(entry: AlgorithmEntry, model_cls: type) -> str | None:

@@ -25,6 +25,7 @@ A study is a TOML file (read with the standard library's ``tomllib``)::
     [scales.paper]                # `svibench run --scale paper` merges these in
     seeds = [0, 1, 2, 3, 4]
     dataset_params = { n = 100000 }
+    problems = ["gmm/synthetic"]  # optional: only these [[problem]]s run at this scale
 
     [[paper]]                     # published numbers, for the report
     problem = "gmm/synthetic"
@@ -64,12 +65,12 @@ import inspect
 import itertools
 import tomllib
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .metrics import DERIVED, MetricError, check_declaration
-from .registry import AlgorithmEntry, Registry, RegistryError, get_registry
+from .registry import AlgorithmEntry, Registry, RegistryError, accepted_params, get_registry
 from .report.claims import Claim, Reference, check_names, parse_claims, parse_references
 from .report.notes import check_note
 from .report.settings import ReportError, ReportSettings
@@ -87,7 +88,7 @@ STUDY_KEYS = {"name", "description", "seeds", "timeout"}
 BUDGET_KEYS = {"iterations", "epochs", "seconds", "checkpoints", "spacing", "at"}
 PROBLEM_KEYS = {"name", "model", "dataset", "model_params", "dataset_params", "budget"}
 ALGORITHM_KEYS = {"name", "label", "method", "params", "models", "problems"}
-SCALE_KEYS = {"seeds", "budget", "timeout", "model_params", "dataset_params", "algorithm_params"}
+SCALE_KEYS = {"seeds", "budget", "timeout", "model_params", "dataset_params", "algorithm_params", "problems"}
 PAPER_KEYS = {"problem", "algorithm", "metric", "value", "sd", "note", "claim", "versus"}
 #: A plotted metric gets a warning at load below this many checkpoints per run (too few to show convergence).
 MIN_CHECKPOINTS = 10
@@ -247,7 +248,8 @@ def parse_study(
     _check_keys(raw, TOP_KEYS, source)
     overrides = _parse_scales(raw.get("scales", {}), scale, source)
     name, description, seeds, timeout = _parse_study_table(raw.get("study", {}), overrides)
-    problems, budgets = _parse_problems(raw.get("problem"), overrides, registry, raw.get("budget", {}))
+    every_problem, budgets = _parse_problems(raw.get("problem"), overrides, registry, raw.get("budget", {}))
+    problems = _scale_problems(every_problem, overrides.get("problems"))
     runs, skipped = [], []
     for point in _parse_algorithms(raw.get("algorithm"), overrides, registry, problems):
         for problem in problems:
@@ -269,8 +271,8 @@ def parse_study(
     paper = _parse_paper(raw.get("paper", []))
     metrics = {m for p in problems for m in registry.model(p.model).metrics}
     report = _parse_report(raw.get("report", {}), metrics)
-    claims, references = _parse_claims(raw, paper, problems, runs, metrics, report)
-    for checkpoints in {c for _, c in budgets.values()}:
+    claims, references = _parse_claims(raw, paper, problems, runs, metrics, report, every_problem, scale)
+    for checkpoints in {budgets[p.name][1] for p in problems}:
         _warn_few_checkpoints(checkpoints, report, metrics)
     return Study(name, description, runs, skipped, paper, report, source, scale, tuple(plugins), raw | {"_text": text},
                  claims, references)
@@ -351,6 +353,20 @@ def _parse_problems(tables: Any, overrides: dict[str, Any], registry: Registry,
     return problems, budgets
 
 
+def _scale_problems(problems: list[ProblemSpec], names: Any) -> list[ProblemSpec]:
+    """A scale's optional ``problems = [...]``: only the ``[[problem]]`` s of these names (their grids whole)
+    run at that scale, e.g. the one problem whose paper-scale runs fit on the machine."""
+    if names is None:
+        return problems
+    known = list(dict.fromkeys(p.base for p in problems))
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise StudyError(f"[scales] problems: expected a non-empty list of [[problem]] names, got {_type_name(names)}")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise StudyError(f"[scales] problems: no [[problem]] named {unknown[0]!r}; the study's problems: {', '.join(known)}")
+    return [p for p in problems if p.base in names]
+
+
 def _parse_problem(table: Any, where: str, overrides: dict[str, Any], registry: Registry) -> list[ProblemSpec]:
     table = _check_keys(table, PROBLEM_KEYS, where)
     for key in ("model", "dataset"):
@@ -370,12 +386,12 @@ def _parse_problem(table: Any, where: str, overrides: dict[str, Any], registry: 
     base = table.get("name") or f"{model_cls.name}/{info.name}"
     if not isinstance(base, str):
         raise StudyError(f"{where} name: expected a string, got {_type_name(base)}")
-    loader_names = list(inspect.signature(info.loader).parameters)
+    loader_names = accepted_params(info.loader)
     model_params = _merge(_table(table.get("model_params", {}), f"{where} model_params"), overrides.get("model_params", {}))
     dataset_params = _merge(_table(table.get("dataset_params", {}), f"{where} dataset_params"), {
         k: v for k, v in overrides.get("dataset_params", {}).items() if k in loader_names
     })
-    model_names = [p for p in inspect.signature(model_cls.__init__).parameters if p not in ("self", "data")]
+    model_names = accepted_params(model_cls.__init__)
     problems = []
     for mp, m_varied in _grid(model_params, f"{where} model_params"):
         _check_params(mp, model_cls.__init__, model_names, f"{where} model_params", f"model {model_cls.name!r}")
@@ -493,24 +509,48 @@ def _parse_report(table: Any, metrics: set[str]) -> dict[str, Any]:
 
 
 def _parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]], problems: list[ProblemSpec], runs: list[RunSpec],
-                  metrics: set[str], report: dict[str, Any]) -> tuple[list[Claim], list[Reference]]:
+                  metrics: set[str], report: dict[str, Any], every_problem: list[ProblemSpec],
+                  scale: str) -> tuple[list[Claim], list[Reference]]:
     """``[[claim]]``, ``[[target]]`` and ``[[reference]]``: shape, links to ``[[paper]]``, every name they use
     exists, a faster claim has a target, and every note passes :func:`svibench.report.notes.check_note`."""
     try:
-        claims = parse_claims(raw, paper)
-        references = parse_references(raw.get("reference", []))
+        claims = _at_scale(parse_claims(raw, paper), paper, problems, every_problem, scale)
+        references = [r for r in parse_references(raw.get("reference", [])) if r.problem not in _left_out(problems, every_problem)]
         check_names(claims, references, {p.name: p.base for p in problems}, {r.label: r.method for r in runs},
                     metrics | set(DERIVED))
         _check_targets(claims, report)
     except ReportError as exc:
         raise StudyError(str(exc)) from None
-    for claim in claims:
+    for claim in (c for c in claims if not c.not_run):
         try:
-            check_note(claim.note, labels={r.label for r in runs}, problems={n for p in problems for n in (p.name, p.base)},
-                       metrics=metrics)
+            check_note(claim.note, labels={r.label for r in runs},
+                       problems={n for p in every_problem for n in (p.name, p.base)}, metrics=metrics)
         except ReportError as exc:
             raise StudyError(f"[[{claim.ledger}]] {claim.id!r} note: {exc}") from None
     return claims, references
+
+
+def _left_out(problems: list[ProblemSpec], every_problem: list[ProblemSpec]) -> set[str]:
+    """The problem names (grid points and bases) of the study that a scale's ``problems = [...]`` leaves out."""
+    kept = {n for p in problems for n in (p.name, p.base)}
+    return {n for p in every_problem for n in (p.name, p.base)} - kept
+
+
+def _at_scale(claims: list[Claim], paper: list[dict[str, Any]], problems: list[ProblemSpec], every_problem: list[ProblemSpec],
+              scale: str) -> list[Claim]:
+    """Claims at a scale that runs some problems only: a claim naming only left-out problems is not run (the reason
+    says so), one naming some keeps the others.  A value claim's problems are those of its [[paper]] rows."""
+    out, left_out = [], _left_out(problems, every_problem)
+    for c in claims:
+        named = set(c.problems) or ({r["problem"] for r in paper if r.get("claim") == c.id} if c.kind == "value" else set())
+        if c.not_run or not named or not named & left_out:
+            out.append(c)
+        elif named <= left_out:
+            out.append(replace(c, not_run=f"not run at the {scale} scale: its problems ({', '.join(sorted(named))}) are "
+                                          f"not among the scale's problems = [...]"))
+        else:
+            out.append(replace(c, problems=tuple(n for n in c.problems if n not in left_out)))
+    return out
 
 
 def _check_targets(claims: list[Claim], report: dict[str, Any]) -> None:

@@ -33,10 +33,10 @@ def test_the_suite_covers_every_compatible_pair_of_the_registry(suite):
     expected = {
         f"{alg} @ {benchmarked[model].name}"
         for (alg, model), reason in registry.compatibility().items()
-        if reason is None and model in benchmarked
+        if reason is None and model in benchmarked and registry.algorithms[alg].source.startswith("built-in")
     }
     assert expected, "no compatible pair at all"
-    for cls in (bench.Iteration, bench.Epoch, bench.Quality):
+    for cls in (bench.AlgorithmIteration, bench.AlgorithmEpoch, bench.AlgorithmQuality):
         assert set(cls.params[0]) == expected
     for model in ("gmm", "bpfa", "gpc"):  # models with an entry are benchmarked on it
         if model in registry.models:
@@ -47,17 +47,17 @@ def test_peak_memory_covers_the_bpfa_and_gp_problems(suite):
     problems, bench = suite
     peak = set(problems.pairs(problems.PEAKMEM_MODELS))
     if peak:
-        assert set(bench.PeakMemory.params[0]) == peak
+        assert set(bench.AlgorithmPeakMemory.params[0]) == peak
         assert all(p.split(" @ ")[1].split("/")[0] in problems.PEAKMEM_MODELS for p in peak)
 
 
 def test_a_benchmark_pair_runs_and_tracks_a_finite_elbo(suite):
     _, bench = suite
     pair = "vmp @ gmm/bench"
-    it = bench.Iteration()
+    it = bench.AlgorithmIteration()
     it.setup(pair)
     it.time_iteration(pair)
-    quality = bench.Quality()
+    quality = bench.AlgorithmQuality()
     quality.setup(pair)
     assert quality.track_elbo(pair) < 0 and quality.track_heldout_loglik(pair) < 0
 
@@ -86,3 +86,41 @@ def test_every_built_in_algorithm_module_ships_in_the_wheel():
 def test_asv_check_passes():
     out = subprocess.run([sys.executable, "-m", "asv", "check", "--python=same"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_installed_plugins_enter_the_suite_only_when_asked(suite, monkeypatch):
+    problems, _ = suite
+    assert problems._included("built-in svibench.algorithms.cvi")
+    assert not problems._included("entry point damped = my_pkg:Damped (my-pkg)")
+    monkeypatch.setenv(problems.PLUGINS_ENV, "1")
+    assert problems._included("entry point damped = my_pkg:Damped (my-pkg)")
+
+
+def test_no_benchmark_class_name_is_part_of_another(suite):
+    names = [cls for path in (ROOT / "benchmarks").glob("bench_*.py")
+             for cls in re.findall(r"^\s*class (\w+)", path.read_text(), flags=re.M)]
+    assert len(names) == len(set(names))
+    assert not [(a, b) for a in names for b in names if a != b and a in b]
+
+
+@pytest.mark.slow
+def test_the_readmes_asv_commands_save_results_that_publish_builds_a_site_from(tmp_path):
+    """On a tiny benchmark of a throwaway repository: the README's `asv run --python=same ...` line, then
+    `asv publish`, give a saved result and a site with that benchmark's graph."""
+    command = next(line.split("#")[0].strip() for line in (ROOT / "README.md").read_text().splitlines()
+                   if line.strip().startswith("asv run --python=same"))
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "__init__.py").write_text("")
+    (tmp_path / "benchmarks" / "bench_tiny.py").write_text("class Tiny:\n    def time_sum(self):\n        sum(range(100))\n")
+    (tmp_path / "asv.conf.json").write_text(json.dumps({
+        "version": 1, "project": "tiny", "repo": ".", "branches": ["main"], "dvcs": "git",
+        "environment_type": "virtualenv", "benchmark_dir": "benchmarks", "env_dir": ".asv/env",
+        "results_dir": ".asv/results", "html_dir": ".asv/html"}))
+    asv = str(Path(sys.executable).parent / "asv")
+    script = (f"git init -q -b main && git add -A && git -c user.name=t -c user.email=t@t commit -qm t && "
+              f"{asv} machine --yes > /dev/null && {command.replace('asv ', asv + ' ', 1)} && {asv} publish")
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert list((tmp_path / ".asv" / "results").glob("*/*-existing-*.json")), "asv saved no result"
+    assert list((tmp_path / ".asv" / "html" / "graphs").rglob("bench_tiny.Tiny.time_sum.json")), "the site has no graph"

@@ -180,6 +180,21 @@ def test_the_index_lists_every_study_with_its_claims_and_verdicts(tmp_path):
     assert "Paper claims: 1 partly, 1 not run. Project targets (not counted as claims): 1 reproduced." in html.read_text()
 
 
+def test_regenerate_at_a_scale_writes_its_own_report_folder_on_dask_and_the_index_lists_both(tmp_path, committed_study):
+    from svibench.regenerate import regenerate
+
+    study, _ = committed_study(STUDY + "\n[scales.paper]\nseeds = [3]\n")
+    (done,) = regenerate(tmp_path / "reports", scale="paper", workers=1, executor="dask", log=lambda *_: None)
+    assert set(done.statuses.values()) == {"ok"}
+    paper = study.parent / "paper"
+    assert (paper / "index.html").exists() and not (study.parent / "index.html").exists()
+    assert json.loads((paper / "claims.json").read_text())["scale"] == "paper"
+    manifest = json.loads((paper / "results-regenerate" / "manifest.json").read_text())
+    assert manifest["executor"] == "dask"
+    index = (tmp_path / "reports" / "README.md").read_text()
+    assert "## one-vmp-run\n" in index and "## [one-vmp-run (paper scale)](s/paper/summary.md)" in index
+
+
 def test_regenerate_runs_then_writes_reports_and_index_and_refuses_a_dirty_tree(tmp_path, committed_study):
     from svibench.regenerate import regenerate
 

@@ -183,3 +183,77 @@ def test_list_into_a_closed_pipe_ends_without_a_traceback():
                           text=True, timeout=120)
     assert proc.stdout.startswith("Algorithms:")
     assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr
+
+
+def _two_runs(tmp_path):
+    return _study(tmp_path, '[[algorithm]]\nname = "test-sleeper"\nparams = { work = 0.0 }\n', seeds="[0, 1]")
+
+
+def test_workers_are_capped_at_the_runs_and_cores_with_a_warning_and_the_manifest_records_the_count(tmp_path, faulty_plugin,
+                                                                                                     capsys):
+    import os
+
+    code = main(["run", str(_two_runs(tmp_path)), "--workers", "10000", "--plugin", faulty_plugin, "--no-report"])
+    out, err = capsys.readouterr()
+    used = min(2, os.cpu_count() or 1)
+    assert code == 0
+    assert f"--workers 10000: using {used} (the study has 2 run(s), this machine {os.cpu_count()} core(s))" in err
+    assert f"{used} worker(s)" in out and "10000" not in out
+    manifest = json.loads((tmp_path / "results" / "manifest.json").read_text())
+    assert manifest["parallel_workers"] == used and "10000" not in json.dumps(manifest)
+
+
+def test_a_dask_local_cluster_never_has_more_workers_than_runs_and_takes_the_memory_limit(tmp_path, faulty_plugin,
+                                                                                          monkeypatch, capsys):
+    import distributed
+
+    started = []
+
+    class Recording(distributed.LocalCluster):
+        def __init__(self, **kwargs):
+            started.append(kwargs)
+            super().__init__(**kwargs)
+
+    monkeypatch.setattr(distributed, "LocalCluster", Recording)
+    study = _study(tmp_path, '[[algorithm]]\nname = "test-sleeper"\nparams = { work = 0.0 }\n')
+    assert main(["run", str(study), "--executor", "dask", "--workers", "2", "--memory-limit", "1.5",
+                 "--plugin", faulty_plugin, "--no-report", "-q"]) == 0
+    assert started[0]["n_workers"] == 1 and started[0]["memory_limit"] == int(1.5 * 2**30)
+
+
+def test_memory_limit_with_a_running_cluster_is_refused(tmp_path, faulty_plugin, capsys):
+    code = main(["run", str(_two_runs(tmp_path)), "--executor", "dask", "--address", "tcp://127.0.0.1:1",
+                 "--memory-limit", "2", "--plugin", faulty_plugin])
+    assert code == 2
+    assert "--memory-limit limits the workers svibench starts" in capsys.readouterr().err
+
+
+def test_output_at_a_file_is_refused_for_run_and_report(tmp_path, faulty_plugin, capsys):
+    file = tmp_path / "taken"
+    file.write_text("")
+    assert main(["run", str(_two_runs(tmp_path)), "--plugin", faulty_plugin, "-o", str(file)]) == 2
+    assert capsys.readouterr().err == f"svibench: error: -o {file} is a file; give a folder (it is created if missing)\n"
+    assert main(["report", str(tmp_path), "-o", str(file)]) == 2
+    assert capsys.readouterr().err == f"svibench: error: -o {file} is a file; give a folder (it is created if missing)\n"
+
+
+def test_an_explicit_plugin_that_fails_to_load_is_an_error_even_when_the_study_does_not_use_it(tmp_path, capsys):
+    broken, empty = tmp_path / "broken.py", tmp_path / "empty.py"
+    broken.write_text("import not_a_module_anywhere\n")
+    empty.write_text("X = 1\n")
+    study = _study(tmp_path, '[[algorithm]]\nname = "svi"\nparams = { batch_size = 20 }\n',
+                   problem='model = "gmm"\ndataset = "gmm-synthetic"\ndataset_params = { n = 200, n_test = 50 }')
+    for plugin, why in ((broken, "ModuleNotFoundError: No module named 'not_a_module_anywhere'"),
+                        (empty, "defines no Algorithm or Model subclass")):
+        assert main(["run", str(study), "--plugin", str(plugin), "--no-report"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"svibench: error: --plugin {plugin}: ") and why in err and err.count("\n") == 1
+
+
+def test_report_names_a_corrupt_run_file_as_corrupt_not_missing(tmp_path, faulty_plugin, capsys):
+    assert main(["run", str(_two_runs(tmp_path)), "--workers", "1", "--plugin", faulty_plugin, "--no-report", "-q"]) == 0
+    victim = sorted((tmp_path / "results" / "runs").glob("*.nc"))[0]
+    victim.write_bytes(b"not netcdf")
+    assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "report")]) == 0
+    summary = (tmp_path / "report" / "summary.md").read_text()
+    assert "| corrupt |" in summary and "its run file is unreadable" in summary and "interrupted sweep" not in summary

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from svibench.algorithms.chol import Chol
-from svibench.algorithms.cvi import CVI, PseudoObservationPosterior
+from svibench.algorithms.cvi import CVI
+from svibench.capabilities.latent_gaussian import GaussianFromSites
 from svibench.algorithms.ncvmp import NCVMP
 from svibench.capabilities.latent_gaussian import (
     LatentGaussianPrior,
@@ -128,7 +129,7 @@ def test_data_space_and_weight_space_conjugate_steps_agree():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(30, 12))
     model = _GaussianLatent(X, rng.normal(size=30), precision=rng.uniform(0.5, 2.0, 12))
-    conj = PseudoObservationPosterior(model)
+    conj = GaussianFromSites(model)
     assert conj.space == "weight"
     lam1, lam2 = rng.normal(size=30), -rng.uniform(0.1, 2.0, 30)
     m_w, v_w = conj.marginals(lam1, lam2)

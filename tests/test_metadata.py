@@ -266,7 +266,8 @@ def test_the_saved_metric_metadata_is_the_models_and_the_answer_its_answer(ident
     from svibench.models.gmm import GaussianMixture
 
     ds = open_results(identity)
-    assert metric_info(ds) == GaussianMixture.metrics and answers(ds) == ["elbo"]
+    assert metric_info(ds) == check_declaration(GaussianMixture) and answers(ds) == ["elbo"]
+    assert [m for m, i in metric_info(ds).items() if i.primary] == list(GaussianMixture.primary)
     assert rankable_runs(ds, "elbo").all() and not rankable_runs(ds, "psnr").any()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import textwrap
 import tomllib
 from html.parser import HTMLParser
 from pathlib import Path
@@ -305,14 +306,47 @@ def test_cli_report_and_run_write_the_report_and_no_report_turns_it_off(results,
     assert (tmp_path / "o2" / "report" / "index.html").exists()
 
 
-def test_report_plot_setting_selects_the_figures_but_tables_keep_every_metric():
+def test_the_shown_metrics_are_report_plot_else_the_primary_ones_else_all():
+    from dataclasses import replace
+
+    from svibench.metrics import Metric, metric_table
     from svibench.report.settings import ReportError, ReportSettings
 
-    settings = ReportSettings.parse({"plot": ["elbo"]})
-    assert settings.plotted(["elbo", "heldout_loglik"]) == ["elbo"]
-    assert ReportSettings.parse({}).plotted(["elbo", "heldout_loglik"]) == ["elbo", "heldout_loglik"]
+    info = metric_table(Metric("elbo", "higher", "objective", primary=True), Metric("loss", "lower", "task"),
+                        Metric("err", "lower", "task", primary=True))
+    assert ReportSettings.parse({"plot": ["loss"]}).shown(info) == ["loss"]
+    assert ReportSettings.parse({}).shown(info) == ["elbo", "err"]
+    assert replace(ReportSettings.parse({"plot": ["loss"]}), show_all=True).shown(info) == ["elbo", "loss", "err"]
+    unflagged = {k: replace(m, primary=False) for k, m in info.items()}  # results saved before the flag
+    assert ReportSettings.parse({}).shown(unflagged) == ["elbo", "loss", "err"]
     with pytest.raises(ReportError, match="plot"):
         ReportSettings.parse({"plot": "elbo"})
+
+
+def test_a_default_logreg_report_shows_at_most_three_metrics_and_names_the_others(tmp_path):
+    from svibench.cli import main
+
+    study = tmp_path / "study.toml"
+    study.write_text(textwrap.dedent("""
+        [study]
+        name = "lr"
+        [budget]
+        iterations = 3
+        checkpoints = 3
+        [[problem]]
+        model = "logreg"
+        dataset = "australian"
+        [[algorithm]]
+        name = "cvi-exact"
+    """))
+    assert main(["run", str(study), "--workers", "1", "-q"]) == 0
+    final = (tmp_path / "results" / "report" / "summary.md").read_text().split("## Final metrics", 1)[1]
+    header = next(line for line in final.splitlines() if line.startswith("| problem | algorithm | CPU time"))
+    assert header.count("↑") + header.count("↓") == 3 and "test_logloss_nats" not in header
+    assert "Also recorded, not shown here: neg_elbo, neg_elbo_authors" in final
+    assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "all"), "--metrics", "all"]) == 0
+    every = (tmp_path / "all" / "summary.md").read_text().split("## Final metrics", 1)[1]
+    assert "test_logloss_nats" in next(line for line in every.splitlines() if line.startswith("| problem | algorithm | CPU time"))
 
 
 def test_paper_numbers_pool_the_grid_problems_of_a_paper_problem():

@@ -57,6 +57,53 @@ def test_paper_scale_merges_its_overrides(tmp_path):
         load_study(path, scale="huge")
 
 
+TWO_PROBLEMS = GOOD.replace("[[algorithm]]", """
+[[problem]]
+name = "gmm/big"
+model = "gmm"
+dataset = "gmm-synthetic"
+dataset_params = { n = 300, n_test = 50 }
+
+[[algorithm]]""", 1) + """
+[report]
+target = { metric = "elbo", relative = 0.01 }
+
+[[claim]]
+id = "on-big"
+source = "s"
+kind = "faster"
+metric = "elbo"
+better = ["VMP"]
+worse = ["SVI"]
+problems = ["gmm/big"]
+
+[[claim]]
+id = "on-both"
+source = "s"
+kind = "faster"
+metric = "elbo"
+better = ["VMP"]
+worse = ["SVI"]
+problems = ["gmm/big", "gmm/gmm-synthetic"]
+
+[scales.paper]
+problems = ["gmm/gmm-synthetic"]
+"""
+
+
+def test_a_scale_can_run_some_problems_and_their_claims_only(tmp_path):
+    path = write(tmp_path, TWO_PROBLEMS)
+    assert {r.problem.base for r in load_study(path).runs} == {"gmm/big", "gmm/gmm-synthetic"}
+    study = load_study(path, scale="paper")
+    assert {r.problem.base for r in study.runs} == {"gmm/gmm-synthetic"}
+    claims = {c.id: c for c in study.claims}
+    assert "not run at the paper scale" in claims["on-big"].not_run and "gmm/big" in claims["on-big"].not_run
+    assert not claims["on-both"].not_run and claims["on-both"].problems == ("gmm/gmm-synthetic",)
+    with pytest.raises(StudyError, match="no \\[\\[problem\\]\\] named 'gmm/huge'; the study's problems: gmm/gmm-synthetic, gmm/big"):
+        load_study(write(tmp_path, TWO_PROBLEMS.replace('problems = ["gmm/gmm-synthetic"]\n', 'problems = ["gmm/huge"]\n')),
+                   scale="paper")
+
+
 def test_incompatible_pairs_are_skipped_with_a_reason(tmp_path):
     study = load_study(write(tmp_path, GOOD.replace('name = "vmp"', 'name = "titsias-ssvi"')))
     assert study.skipped and "not 'titsias'" in study.skipped[0].reason

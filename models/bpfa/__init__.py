@@ -89,6 +89,7 @@ class BPFA(Model):
     )
     #: Every posterior has it (the ELBO only mean-field locals).
     answer = "heldout_loglik"
+    primary = ("elbo", "heldout_loglik", "psnr")
     posterior_types = (ConjugatePosterior, ChainState)
     local_kinds: ClassVar[tuple[str, ...]] = tuple(LOCALS)
     local_starts: ClassVar[tuple[str, ...]] = LOCAL_STARTS

@@ -90,6 +90,7 @@ class LDA(Model):
     )
     #: Every posterior has it (a collapsed Gibbs chain has no ELBO); Hoffman et al.'s measure.
     answer = "perplexity"
+    primary = ("elbo_per_word", "perplexity")
     posterior_types = (ConjugatePosterior, Chain, dict)
     local_kinds: ClassVar[tuple[str, ...]] = ("mf", "gibbs")
     init_methods: ClassVar[tuple[str, ...]] = ("random",)

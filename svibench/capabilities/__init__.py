@@ -1,4 +1,4 @@
-"""Capabilities: what a model offers and an algorithm requires (DESIGN.md, "The contract").
+"""Capabilities: what a model offers and an algorithm requires (README.md, "Concepts").
 
 Each capability is a small :class:`typing.Protocol`.  An algorithm lists the
 ones it requires in ``requires``; :func:`missing` tells which members a model
@@ -12,11 +12,12 @@ from .conjugate import ConditionallyConjugate, ConjugatePosterior, Globals, Loca
 from .latent_gaussian import LatentGaussian
 from .log_joint import LogJoint, LogJointGradient, ReparameterisableFamily, VariationalFamily
 from .mean_field import MeanFieldNonConjugate
+from .sampler import ConditionalSampler
 
 __all__ = [
     "ConditionallyConjugate", "ConjugatePosterior", "Globals", "LocalApprox", "natural_step", "missing", "protocol_members",
     "LatentGaussian", "LogJoint", "LogJointGradient", "VariationalFamily", "ReparameterisableFamily",
-    "MeanFieldNonConjugate",
+    "MeanFieldNonConjugate", "ConditionalSampler",
 ]
 
 

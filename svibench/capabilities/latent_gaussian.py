@@ -28,6 +28,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse
 
+from ..errors import Diverged
 from ..quadrature import Rule
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "LikelihoodMoments",
     "LatentGaussianPrior",
     "GaussianPosterior",
+    "GaussianFromSites",
     "ExpectedLoglik",
     "expected_loglik",
     "mean_parameter_gradients",
@@ -192,3 +194,98 @@ def kl_to_prior(q: GaussianPosterior, prior: LatentGaussianPrior) -> float:
         maha = float(b @ b)
         logdet_p = 2.0 * float(np.sum(np.log(np.diag(chol_p))))
     return 0.5 * (trace + maha - D + logdet_p - logdet_q)
+
+
+class GaussianFromSites:
+    """q(z) ∝ N(z | 0, Σ₀) Πₙ exp(λ̃₁ₙ ηₙ + λ̃₂ₙ ηₙ²), η = Xz: the prior times Gaussian sites.
+
+    The one place this Gaussian is formed: CVI's conjugate step (Khan & Lin 2017, eq. 17), NC-VMP's
+    q = prior × messages, S&K's and PG-exact's sites, EP's sites (λ̃₁ = ν̃, λ̃₂ = −τ̃/2).
+
+    Parameters
+    ----------
+    model : LatentGaussian
+        Gives the prior (diagonal precision or kernel K) and the design X
+        (None for a GP, where η = z).
+
+    Notes
+    -----
+    With W = diag(−2λ̃₂) the posterior precision is Σ₀⁻¹ + XᵀWX and its
+    linear term Xᵀλ̃₁.  *Weight space* (diagonal prior, D ≤ N): factor the
+    D × D precision.  *Data space* (kernel, or D > N): with K = XΣ₀Xᵀ and
+    B = I + W½KW½ = LLᵀ (Rasmussen & Williams 2006, Alg. 3.2),
+    Cov(η) = K − CᵀC with C = L⁻¹W½K, and E[η] = Cov(η) λ̃₁.
+    """
+
+    def __init__(self, model: LatentGaussian) -> None:
+        prior, X = model.latent_prior(), model.design()
+        self.X = None if X is None else (scipy.sparse.csr_matrix(X) if scipy.sparse.issparse(X) else np.asarray(X, float))
+        if prior.cov is not None:
+            if self.X is not None:
+                raise ValueError("a kernel prior takes no design (ηₙ = zₙ)")
+            self.space, self.K, self.prior_var = "data", np.asarray(prior.cov, dtype=float), None
+        else:
+            self.prior_var = 1.0 / prior.precision
+            N, D = self.X.shape
+            self.space = "weight" if D <= N else "data"
+            if self.space == "data":
+                self.X = self.X.toarray() if scipy.sparse.issparse(self.X) else self.X
+                self.K = (self.X * self.prior_var) @ self.X.T
+            else:
+                self.XT = self.X.T.tocsr() if scipy.sparse.issparse(self.X) else self.X.T
+        self.prior = prior
+
+    def marginals(self, lam1: np.ndarray, lam2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Means and variances of ηₙ = x̃ₙᵀz under q, for every training datum."""
+        w = -2.0 * lam2
+        if self.space == "weight":
+            L = self._cholesky(self._precision(w))
+            mu = scipy.linalg.cho_solve((L, True), self.XT @ lam1, check_finite=False)
+            # vₙ = ‖L⁻¹x̃ₙ‖²: one D × D triangular inverse, then a (sparse) product with X
+            Linv = scipy.linalg.solve_triangular(L, np.eye(L.shape[0]), lower=True, check_finite=False)
+            A = self.X @ Linv.T
+            return self.X @ mu, np.einsum("nd,nd->n", A, A)
+        _, C = self._data_factor(w)
+        v = np.diag(self.K) - np.sum(C * C, axis=0)
+        m = self.K @ lam1 - C.T @ (C @ lam1)
+        return m, v
+
+    def posterior(self, lam1: np.ndarray, lam2: np.ndarray) -> GaussianPosterior:
+        """q(z) with explicit mean and covariance (for evaluation, off the clock)."""
+        w = -2.0 * lam2
+        if self.space == "weight":
+            L = self._cholesky(self._precision(w))
+            cov = scipy.linalg.cho_solve((L, True), np.eye(L.shape[0]))
+            return GaussianPosterior(cov @ (self.XT @ lam1), cov)
+        L, C = self._data_factor(w)
+        cov_eta = self.K - C.T @ C
+        m = cov_eta @ lam1
+        if self.X is None:
+            return GaussianPosterior(m, cov_eta)
+        XA = self.X * self.prior_var  # XΣ₀, (N, D)
+        G = scipy.linalg.solve_triangular(L, np.sqrt(w)[:, None] * XA, lower=True)
+        cov = np.diag(self.prior_var) - G.T @ G
+        return GaussianPosterior(XA.T @ (lam1 - w * m), cov)
+
+    def _precision(self, w: np.ndarray) -> np.ndarray:
+        """Σ₀⁻¹ + XᵀWX (weight space)."""
+        if scipy.sparse.issparse(self.X):
+            precision = (self.XT.multiply(w[None, :]) @ self.X).toarray()
+        else:
+            precision = self.XT @ (self.X * w[:, None])
+        precision[np.diag_indices_from(precision)] += self.prior.precision
+        return precision
+
+    def _data_factor(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        sw = np.sqrt(w)
+        B = sw[:, None] * self.K * sw[None, :]
+        B[np.diag_indices_from(B)] += 1.0
+        L = self._cholesky(B)
+        return L, scipy.linalg.solve_triangular(L, sw[:, None] * self.K, lower=True, check_finite=False)
+
+    @staticmethod
+    def _cholesky(a: np.ndarray) -> np.ndarray:
+        try:
+            return scipy.linalg.cholesky(a, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            raise Diverged("the conjugate step's matrix lost positive definiteness") from None

@@ -156,6 +156,7 @@ def run_dask(
     address: str | None = None,
     workers: int = 2,
     retries: int = 1,
+    memory_limit: int | None = None,
     connect_timeout: float = 5.0,
     on_progress: OnProgress | None = None,
 ) -> Iterator[xr.Dataset]:
@@ -166,10 +167,14 @@ def run_dask(
     address : str, optional
         A running scheduler, e.g. ``tcp://127.0.0.1:8786``.  Without one, a
         ``LocalCluster`` of ``workers`` single-threaded processes is started
-        (and closed at the end).
+        (and closed at the end), never more than there are runs.
     retries : int
         Dask retries of a task whose worker was lost; after that the run is
         recorded ``failed`` with the reason.
+    memory_limit : int, optional
+        Bytes per worker of the ``LocalCluster`` (Dask's nanny restarts a worker
+        over it; its run is then retried, then recorded ``failed``).  A running
+        cluster's workers have their own limit, so with ``address`` it must be None.
     on_progress : callable, optional
         Called with a :class:`~svibench.progress.RunEvent` within each run and
         at its end (from the client's event thread for the former).
@@ -178,11 +183,15 @@ def run_dask(
     distributed = _distributed()
     cluster = None
     if address:
+        if memory_limit:
+            raise ExecutorError("memory_limit applies to the LocalCluster svibench starts; set it on the workers of "
+                                f"the cluster at {address} (`dask worker --memory-limit ...`)")
         client = _connect(address, connect_timeout)
     else:
         with pinned_threads(1):
-            cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                               dashboard_address=None)
+            cluster = distributed.LocalCluster(n_workers=max(1, min(workers, len(specs))), threads_per_worker=1,
+                                               processes=True, dashboard_address=None,
+                                               memory_limit=memory_limit or "auto")
         client = distributed.Client(cluster)
     token = uuid.uuid4().hex[:8]
     topic = f"svibench-progress-{token}"

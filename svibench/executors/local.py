@@ -201,6 +201,7 @@ def run_local(
         Called with a :class:`~svibench.progress.RunEvent` within each run and at its end.
     """
     on_progress = on_progress or ignore
+    workers = min(workers, len(specs))  # never a process without a run to make
     if workers <= 1:
         for spec in specs:
             yield finished(execute(spec, on_step=StepReporter(spec.run_id, on_progress)), on_progress)

@@ -73,7 +73,7 @@ def _figures(ok: xr.Dataset, settings: ReportSettings, info: dict[str, Metric], 
              dpi: int) -> list[ReportFigure]:
     """Suboptimality curves of the objective metrics, curves of the others, then every final-value strip
     (``info``: what each recorded metric means, :func:`svibench.results.metric_info`)."""
-    plotted = settings.plotted(list(info))
+    plotted = settings.shown(info)
     objectives = settings.objectives(plotted, list(references), info)
     fstars = {m: best_known(ok, m, info[m].lower, references.get(m, {})) for m in objectives}
     figures = []
@@ -91,7 +91,7 @@ def _headline(ok: xr.Dataset, rank: pd.DataFrame, settings: ReportSettings, info
               references: dict, dpi: int) -> ReportFigure | None:
     """The first screen's figure: the first plotted metric (as suboptimality if it is an objective) against CPU time,
     drawn for the best variant of each method only, one colour and line style per method."""
-    plotted = settings.plotted(list(info))
+    plotted = settings.shown(info)
     if not plotted or rank.empty or not ok.sizes["run"]:
         return None
     metric = plotted[0]
@@ -109,14 +109,14 @@ def _headline(ok: xr.Dataset, rank: pd.DataFrame, settings: ReportSettings, info
                                                  "in section Figures.")
 
 
-def _target(settings: ReportSettings, metrics: list[str], answered: list[str]) -> Target | None:
-    """The target the ranking races to: the study's first (by default the models' answer), else the first plotted
+def _target(settings: ReportSettings, info: dict[str, Metric], answered: list[str]) -> Target | None:
+    """The target the ranking races to: the study's first (by default the models' answer), else the first shown
     metric within 0.1%."""
-    targets = settings.targets_for(metrics, answered)
+    targets = settings.targets_for(list(info), answered)
     if targets:
         return targets[0]
-    plotted = settings.plotted(metrics)
-    return Target(plotted[0]) if plotted else None
+    shown = settings.shown(info)
+    return Target(shown[0]) if shown else None
 
 
 def _load(results: Path, study: str | Path | None) -> tuple[xr.Dataset, dict, Path]:
@@ -136,7 +136,7 @@ def _load(results: Path, study: str | Path | None) -> tuple[xr.Dataset, dict, Pa
 def _answers(ds: xr.Dataset, manifest: dict, settings: ReportSettings, claims: list[Claim]):
     """The verdicts, the ranking tables and the ranking itself, all read through one :class:`Evidence`."""
     metrics = recorded_metrics(ds)
-    target = _target(settings, metrics, answers(ds))
+    target = _target(settings, {m: metric_info(ds)[m] for m in metrics}, answers(ds))
     ev = Evidence(ds, metric_info(ds), list(manifest.get("runs", {}).values()), manifest.get("paper", []),
                   settings.targets_for(metrics, answers(ds)), settings.converged_tolerance)
     verdicts = judge(claims, ev)
@@ -146,7 +146,8 @@ def _answers(ds: xr.Dataset, manifest: dict, settings: ReportSettings, claims: l
     return ev, verdicts, rank, tables
 
 
-def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study: str | Path | None = None) -> Report:
+def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study: str | Path | None = None,
+                 all_metrics: bool = False) -> Report:
     """Read the results at ``results`` (a results folder) and write the report into ``out``.
 
     Parameters
@@ -162,6 +163,9 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
         A study file whose ``[[claim]]``, ``[[target]]``, ``[[reference]]``, ``[[paper]]`` and ``[report]`` replace
         those saved with the results (e.g. claims written after the runs: they show as amended); by default the
         saved study is used.
+    all_metrics : bool
+        Figures and the final-metrics table of every recorded metric, not only ``[report] plot`` or the models'
+        primary ones (``svibench report --metrics all``).
 
     Returns
     -------
@@ -169,7 +173,7 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
         Paths written and the tables (with the numbers behind them).
     """
     ds, manifest, folder = _load(Path(results), study)
-    settings = ReportSettings.parse(manifest.get("report"))
+    settings = replace(ReportSettings.parse(manifest.get("report")), show_all=all_metrics)
     claims, references, amended = _study_tables(manifest)
     metrics = recorded_metrics(ds)
     info = {m: metric_info(ds)[m] for m in metrics}
@@ -182,7 +186,7 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     targets = settings.targets_for(metrics, answers(ds))
     profile = profile_table(ds, targets[0]) if targets and targets[0].metric in ds else None
     across = [profile[0], profile_figure(profile[1], colours, targets[0].metric, dpi=dpi)] if profile else []
-    final = [final_metrics(ds), metrics_meaning(ds)]
+    final = [final_metrics(ds, settings.shown(info)), metrics_meaning(ds)]
     reach = [t for t in (time_to_target(ds, target) for target in targets) if t]
     paper = paper_comparison(ds, manifest.get("paper", []), {v.claim.id: v.verdict for v in verdicts},
                              settings.converged_tolerance)

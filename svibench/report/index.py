@@ -1,6 +1,7 @@
 """The index of all reports: ``reports/index.html`` and ``reports/README.md``.
 
-One section per study folder (``reports/<study>/study.toml``): its description,
+One section per study folder (``reports/<study>/study.toml``), and one per report of it at another scale
+(``reports/<study>/<scale>/``): its description,
 how its report was built (scale, commit), and one line per claim with its
 verdict, read from the ``claims.json`` each report writes.  A study whose
 report has no ledger yet lists its claims as *not run*.
@@ -39,7 +40,19 @@ def collect(reports: Path) -> list[dict[str, Any]]:
         entry["folder"] = folder.name
         entry["has_report"] = (folder / "index.html").exists()
         entries.append(entry)
+        entries += [_scale_entry(sub, entry["description"]) for sub in sorted(folder.iterdir())
+                    if sub.is_dir() and (sub / LEDGER).exists()]
     return entries
+
+
+def _scale_entry(folder: Path, description: str) -> dict[str, Any]:
+    """The report of a study at another scale (``reports/<study>/<scale>/``, written by ``regenerate --scale``)."""
+    entry = json.loads((folder / LEDGER).read_text())
+    entry["study"] = f"{entry['study']} ({entry.get('scale') or folder.name} scale)"
+    entry["description"] = description
+    entry["folder"] = f"{folder.parent.name}/{folder.name}"
+    entry["has_report"] = (folder / "index.html").exists()
+    return entry
 
 
 def _tally(entries: list[dict[str, Any]], ledger: str = "claim") -> str:

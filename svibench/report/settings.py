@@ -76,6 +76,8 @@ class ReportSettings:
     suboptimality: tuple[str, ...] | None = None
     split_panels: bool = False
     converged_tolerance: float = CONVERGED_TOLERANCE
+    #: Show every recorded metric (``svibench report --metrics all``), not the default view (:meth:`shown`).
+    show_all: bool = False
 
     @classmethod
     def parse(cls, table: dict[str, Any] | None) -> "ReportSettings":
@@ -124,9 +126,15 @@ class ReportSettings:
                                   f"use one of {', '.join(sorted(metrics))}")
         return settings
 
-    def plotted(self, metrics: list[str]) -> list[str]:
-        """The metrics to draw figures of, in order: ``[report] plot`` if given (tables keep every metric)."""
-        return [m for m in self.plot if m in metrics] if self.plot else metrics
+    def shown(self, info: Mapping[str, Metric]) -> list[str]:
+        """The metrics the figures, the final-metrics table and the console show, in order, of the recorded ones
+        (``info``): every one with :attr:`show_all`, else ``[report] plot`` if given, else the models' primary
+        metrics (:attr:`svibench.metrics.Metric.primary`; every one for results saved before that flag)."""
+        if self.show_all:
+            return list(info)
+        if self.plot:
+            return [m for m in self.plot if m in info]
+        return [m for m, i in info.items() if i.primary] or list(info)
 
     def objectives(self, metrics: list[str], references: list[str], info: Mapping[str, Metric]) -> list[str]:
         """Metrics drawn as suboptimality: ``[report] suboptimality``, or every metric its model declares an

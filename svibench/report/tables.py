@@ -72,12 +72,15 @@ def _bold_best(rows_by_problem: dict[str, list[int]], means: list[float], column
     return cells
 
 
-def final_metrics(ds: xr.Dataset) -> Table:
-    """Final value of every metric per (problem, algorithm): mean ± sd over the seeds whose run is ok; the best
-    mean per problem in bold, in the direction the model declares (:func:`svibench.results.metric_info`)."""
+def final_metrics(ds: xr.Dataset, shown: list[str] | None = None) -> Table:
+    """Final value of each ``shown`` metric (default: every recorded one) per (problem, algorithm): mean ± sd over
+    the seeds whose run is ok; the best mean per problem in bold, in the direction the model declares
+    (:func:`svibench.results.metric_info`)."""
     index = _groups(ds)
     ok = ok_runs(ds)
-    metrics = recorded_metrics(ds)
+    recorded = recorded_metrics(ds)
+    metrics = [m for m in (shown if shown is not None else recorded) if m in recorded]
+    hidden = [m for m in recorded if m not in metrics]
     table = final_table(ok).reindex(index) if ok.sizes["run"] else pd.DataFrame(index=index)
     counts = final_values(ds).groupby(["problem", "label"]).size().reindex(index)
     variables = ["time", *metrics]
@@ -103,7 +106,9 @@ def final_metrics(ds: xr.Dataset) -> Table:
         ["problem", "algorithm", "CPU time (s)", *(f"{m} {a}" for m, a in zip(metrics, arrows)), "runs ok"],
         rows,
         "Value at the last checkpoint, mean ± sd over the seeds whose run finished ok; time is the algorithm's "
-        "CPU seconds (init and step; evaluation and warm-up excluded). ↑ higher is better, ↓ lower is better; the best mean per problem is in bold.",
+        "CPU seconds (init and step; evaluation and warm-up excluded). ↑ higher is better, ↓ lower is better; the best mean per problem is in bold."
+        + (f" Also recorded, not shown here: {', '.join(hidden)} (the study's [report] plot, or the models' primary "
+           "metrics, choose what shows; `svibench report RESULTS -o DIR --metrics all` shows every one)." if hidden else ""),
         bold,
         data,
     )
@@ -129,41 +134,32 @@ def metrics_meaning(ds: xr.Dataset) -> Table:
                  data=pd.DataFrame(records))
 
 
-def _first_reach(values: np.ndarray, threshold: float, lower: bool) -> int | None:
-    with np.errstate(invalid="ignore"):
-        hit = values <= threshold if lower else values >= threshold
-    idx = np.flatnonzero(hit)
-    return int(idx[0]) if idx.size else None
-
-
 def reach_records(ds: xr.Dataset, target: Target) -> pd.DataFrame:
-    """One row per run: problem, label, seed, threshold, reached, and the time and epoch it first reached ``target``.
+    """One row per run: problem, label, seed, threshold, reached, and the CPU time and epoch of the first checkpoint
+    that reached ``target``.
 
-    The reference is the best final value over the problem's ok runs; a run
-    reaches the target at the first checkpoint whose value is at least the
-    threshold (at most, for metrics declared lower-is-better).  A run that is
-    not ok never reaches it (:mod:`svibench.health`: a run that blew up does
-    not win a race it could not finish).
+    The same reading as the ranking's and the verdicts' (:class:`svibench.verdicts.Evidence`, one place for it): the
+    reference is the best final value over the problem's healthy ok runs, and a run that is not ok never reaches
+    the target (:mod:`svibench.health`: a run that blew up does not win a race it could not finish).
     """
-    lower = metric_info(ds)[target.metric].lower
-    finals = final_values(ds)
-    ok_finals = finals[finals["status"] == "ok"]
+    from ..verdicts.evidence import Evidence  # the verdicts read the report's settings: imported when used
+
+    ev = Evidence(ds, metric_info(ds))
+    lower = ev.info[target.metric].lower
     records = []
-    for problem in sorted(finals["problem"].unique()):
-        best_values = ok_finals.loc[ok_finals["problem"] == problem, target.metric].dropna()
-        if target.kind != "value" and best_values.empty:
+    for problem in sorted(set(ev.runs["problem"])):
+        best = ev.best_final(problem, target.metric)
+        if target.kind != "value" and not np.isfinite(best):
             continue
-        best = float(best_values.min() if lower else best_values.max()) if not best_values.empty else np.nan
         threshold = target.threshold(best, lower)
-        runs = np.flatnonzero(ds["problem"].values == problem)
-        for r in runs:
-            ok = ds["status"].values[r] == "ok"
-            k = _first_reach(ds[target.metric].values[r], threshold, lower) if ok else None
+        for r in ev.runs.index[ev.runs["problem"] == problem]:
+            ok = ev.runs.at[r, "status"] == "ok"
+            at = {axis: ev.reach(int(r), target.metric, threshold, axis).high if ok else np.inf for axis in ("time", "epoch")}
             records.append({
-                "problem": problem, "label": str(ds["label"].values[r]), "seed": int(ds["seed"].values[r]),
-                "threshold": threshold, "reached": k is not None,
-                "time": float(ds["time"].values[r, k]) if k is not None else np.nan,
-                "epoch": float(ds["epoch"].values[r, k]) if k is not None else np.nan,
+                "problem": problem, "label": ev.runs.at[r, "label"], "seed": int(ev.runs.at[r, "seed"]),
+                "threshold": threshold, "reached": bool(np.isfinite(at["time"])),
+                "time": at["time"] if np.isfinite(at["time"]) else np.nan,
+                "epoch": at["epoch"] if np.isfinite(at["epoch"]) else np.nan,
             })
     return pd.DataFrame(records, columns=["problem", "label", "seed", "threshold", "reached", "time", "epoch"])
 
@@ -262,6 +258,13 @@ def paper_comparison(ds: xr.Dataset, paper: list[dict[str, Any]], verdicts: dict
     )
 
 
+#: Why a run of the study has no readable result, by status.
+MISSING_WHY = {
+    "missing": "in the study but not in the results (interrupted sweep?): run the study again to resume",
+    "corrupt": "its run file is unreadable (written when the process died?): run the study again, which remakes it",
+}
+
+
 def runs_not_ok(ds: xr.Dataset, manifest: dict[str, Any]) -> Table:
     """Failed, diverged and timed-out runs (and runs of the study missing from disk), with their messages."""
     finals = final_values(ds)
@@ -272,9 +275,13 @@ def runs_not_ok(ds: xr.Dataset, manifest: dict[str, Any]) -> Table:
         {"problem": p, "label": lb, "status": s, "message": m, "seeds": sorted(g["seed"]), "count": len(g)}
         for (p, lb, s, m), g in bad.groupby(["problem", "label", "status", "message"], sort=True)
     ]
-    for (p, lb), g in pd.DataFrame(missing or [], columns=["problem", "label", "seed"]).groupby(["problem", "label"]):
-        records.append({"problem": p, "label": lb, "status": "missing", "seeds": sorted(g["seed"]), "count": len(g),
-                        "message": "in the study but not in the results (interrupted sweep?): run the study again to resume"})
+    unreadable = {name.strip()[:-3] for name in ds.attrs.get("corrupt_files", "").split(",") if name.strip()}
+    for run in missing:
+        run["status"] = "corrupt" if run["run_id"] in unreadable else "missing"
+    for (p, lb, s), g in pd.DataFrame(missing or [], columns=["problem", "label", "seed", "status"]).groupby(
+            ["problem", "label", "status"]):
+        records.append({"problem": p, "label": lb, "status": s, "seeds": sorted(g["seed"]), "count": len(g),
+                        "message": MISSING_WHY[s]})
     data = pd.DataFrame(records, columns=["problem", "label", "status", "message", "seeds", "count"])
     counts = data.groupby("status")["count"].sum()
     total = ds.sizes["run"] + len(missing)

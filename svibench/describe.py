@@ -1,0 +1,128 @@
+"""``svibench describe NAME``: what a study file may set for an algorithm, a model or a dataset.
+
+Every parameter comes from the signature the study checker reads (:func:`svibench.registry.accepted_params`,
+used by :mod:`svibench.study` too), so the two cannot drift: its type and default from the annotations, its
+meaning and valid range from the ``Parameters`` section of the numpydoc docstring (the type line of
+``damping : float in [0, 1)`` gives the range).  A model adds its metrics (``svibench.metrics``) and
+its capabilities; a dataset its files, their SHA-256 and whether they are in the data directory.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from . import capabilities
+from .data import DatasetInfo, data_dir
+from .metrics import check_declaration
+from .registry import AlgorithmEntry, Registry, RegistryError, accepted_params
+
+__all__ = ["Param", "describe", "describe_all"]
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter a study file may set."""
+
+    name: str
+    type: str
+    default: Any
+    meaning: str
+
+    def line(self) -> str:
+        default = "required" if self.default is inspect.Parameter.empty else f"default {self.default!r}"
+        return f"  {self.name:<22} {self.type:<28} {default:<24} {self.meaning or '(no description)'}"
+
+
+def _docstring_entries(doc: str) -> dict[str, tuple[str, str]]:
+    """name → (type line, first line of the description) from a numpydoc ``Parameters`` section."""
+    section = re.search(r"Parameters\n\s*-+\n(.*?)(?:\n\s*\n\s*[A-Z][a-z]+\n\s*-+\n|\Z)", doc or "", re.S)
+    entries: dict[str, tuple[str, str]] = {}
+    if not section:
+        return entries
+    lines = section.group(1).splitlines()
+    indent = min((len(l) - len(l.lstrip()) for l in lines if l.strip()), default=0)
+    for i, line in enumerate(lines):
+        if line.strip() and len(line) - len(line.lstrip()) == indent:
+            names, _, kind = line.strip().partition(" : ")
+            body = []
+            for follow in lines[i + 1:]:
+                if not follow.strip() or len(follow) - len(follow.lstrip()) <= indent:
+                    break
+                body.append(follow.strip())
+            for name in names.split(","):
+                entries[name.strip()] = (kind.strip(), _first_sentence(" ".join(body)))
+    return entries
+
+
+def _first_sentence(text: str, width: int = 120) -> str:
+    """The description's first sentence, shortened to ``width`` characters."""
+    end = re.search(r"[.;](\s|$)", text)
+    sentence = text[:end.start() + 1] if end else text
+    return sentence if len(sentence) <= width else sentence[:width - 1].rstrip() + "…"
+
+
+def _params(func: Callable, names: list[str], doc: str) -> list[Param]:
+    signature, documented = inspect.signature(func).parameters, _docstring_entries(doc)
+    out = []
+    for name in names:
+        p = signature[name]
+        kind, meaning = documented.get(name, ("", ""))
+        annotation = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
+        out.append(Param(name, kind or (annotation if annotation != "_empty" else ""), p.default, meaning))
+    return out
+
+
+def _algorithm(entry: AlgorithmEntry, registry: Registry) -> list[str]:
+    cls = entry.cls
+    lines = [f"algorithm {entry.name}: {entry.label}  [{entry.source}]", f"  {(cls.__doc__ or '').strip().splitlines()[0]}"]
+    if entry.fixed:
+        lines.append(f"  a preset of {cls.name}: " + ", ".join(f"{k}={v!r}" for k, v in entry.fixed.items()))
+    lines += ["Parameters ([[algorithm]] params):"] + [p.line() for p in _params(cls.__init__, entry.param_names(),
+                                                                                 cls.__doc__ or "")]
+    runs_on = [m for (a, m), why in registry.compatibility().items() if a == entry.name and why is None]
+    return lines + [f"Runs on models: {', '.join(runs_on) or '(none)'}"]
+
+
+def _model(cls: type, source: str) -> list[str]:
+    lines = [f"model {cls.name}  [{source}]", f"  {(cls.__doc__ or '').strip().splitlines()[0]}",
+             f"  data kinds: {', '.join(cls.data_kinds)}", "Parameters ([[problem]] model_params):"]
+    doc = (cls.__doc__ or "") + "\n" + (cls.__init__.__doc__ or "")
+    lines += [p.line() for p in _params(cls.__init__, accepted_params(cls.__init__), doc)]
+    lines.append(f"Metrics (answer: {getattr(cls, 'answer', '')}; * shown by default):")
+    for m in check_declaration(cls).values():
+        span = f"[{m.low:g}, {m.high:g}]"
+        lines.append(f"{'*' if m.primary else ' '} {m.name:<22} {m.direction:<7} {m.kind:<10} {m.unit or '-':<26} {span:<12} "
+                     f"{'' if m.rankable else '(not ranked) '}{m.description}")
+    offered = [name for name in capabilities.__all__ if inspect.isclass(getattr(capabilities, name))
+               and getattr(getattr(capabilities, name), "_is_protocol", False)
+               and not capabilities.missing(getattr(capabilities, name), cls)]
+    return lines + [f"Capabilities: {', '.join(offered) or '(none)'}"]
+
+
+def _dataset(info: DatasetInfo, source: str) -> list[str]:
+    lines = [f"dataset {info.name} (kind {info.kind})  [{source}]", f"  {info.description}",
+             "Parameters ([[problem]] dataset_params):"]
+    lines += [p.line() for p in _params(info.loader, accepted_params(info.loader), info.loader.__doc__ or "")]
+    lines.append(f"Files (data directory {data_dir()}):" if info.files else "Files: none (generated)")
+    for f in info.files:
+        here = "present" if (data_dir() / f.path).exists() else "absent"
+        lines.append(f"  {f.path:<44} {here:<8} sha256 {f.sha256}\n      from {f.source}")
+    return lines
+
+
+def describe(name: str, registry: Registry) -> str:
+    """Everything a study may set for ``name`` (an algorithm, a model or a dataset), as text."""
+    key = name.lower()
+    found = ([_algorithm(registry.algorithms[key], registry)] if key in registry.algorithms else []) + \
+            ([_model(*registry.models[key])] if key in registry.models else []) + \
+            ([_dataset(*registry.datasets[key])] if key in registry.datasets else [])
+    if not found:
+        raise RegistryError(f"no algorithm, model or dataset is called {name!r}; `svibench list` shows every name")
+    return "\n\n".join("\n".join(block) for block in found)
+
+
+def describe_all(registry: Registry) -> str:
+    """Every algorithm, model and dataset, described (``svibench list --params``)."""
+    names = [*sorted(registry.algorithms), *sorted(registry.models), *sorted(registry.datasets)]
+    return "\n\n".join(describe(n, registry) for n in dict.fromkeys(names))

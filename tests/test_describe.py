@@ -1,0 +1,88 @@
+"""`svibench describe`: the parameters it prints are the ones the study checker accepts, for every built-in."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from svibench.cli import main
+from svibench.describe import describe
+from svibench.registry import get_registry
+from svibench.study import StudyError, parse_study
+
+REGISTRY = get_registry()
+
+
+def _printed(text: str, header: str) -> list[str]:
+    """The parameter names under ``header`` in describe's output."""
+    block = text.split(header, 1)[1].split("\n")[1:]
+    names = []
+    for line in block:
+        if not line.startswith("  ") or line.startswith("   "):
+            break
+        names.append(line.split()[0])
+    return names
+
+
+def _accepted(problem: dict, algorithm: dict, where: str) -> list[str]:
+    """What the study checker accepts, read from its own error for a parameter no one has."""
+    study = {"study": {"name": "t"}, "budget": {"iterations": 1}, "problem": [problem], "algorithm": [algorithm]}
+    with pytest.raises(StudyError) as info:
+        parse_study(study)
+    valid = re.search(r"has no parameter '__none'; valid: (.*)$", str(info.value))
+    assert valid, (where, str(info.value))
+    return [] if valid.group(1) == "(none)" else valid.group(1).split(", ")
+
+
+def _pair(kind_of_model: str | None = None, dataset_kind: str | None = None) -> tuple[str, str]:
+    for m, (cls, _) in sorted(REGISTRY.models.items()):
+        for d, (info, _) in sorted(REGISTRY.datasets.items()):
+            if info.kind in cls.data_kinds and m == (kind_of_model or m) and info.kind == (dataset_kind or info.kind):
+                return m, d
+    raise AssertionError("no compatible pair")
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY.algorithms))
+def test_an_algorithms_printed_parameters_are_those_the_checker_accepts(name):
+    model, data = _pair()
+    accepted = _accepted({"model": model, "dataset": data}, {"name": name, "params": {"__none": 1}}, name)
+    assert _printed(describe(name, REGISTRY), "Parameters ([[algorithm]] params):") == accepted
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY.models))
+def test_a_models_printed_parameters_are_those_the_checker_accepts(name):
+    _, data = _pair(kind_of_model=name)
+    accepted = _accepted({"model": name, "dataset": data, "model_params": {"__none": 1}}, {"name": "vmp"}, name)
+    text = describe(name, REGISTRY)
+    assert _printed(text, "Parameters ([[problem]] model_params):") == accepted
+    for metric in REGISTRY.model(name).metrics:
+        flag = "*" if metric in REGISTRY.model(name).primary else " "
+        assert re.search(rf"^\{flag} {metric} ", text, re.M) if flag == "*" else re.search(rf"^  {metric} ", text, re.M)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY.datasets))
+def test_a_datasets_printed_parameters_are_those_the_checker_accepts(name):
+    model, _ = _pair(dataset_kind=REGISTRY.dataset(name).kind)
+    accepted = _accepted({"model": model, "dataset": name, "dataset_params": {"__none": 1}}, {"name": "vmp"}, name)
+    assert _printed(describe(name, REGISTRY), "Parameters ([[problem]] dataset_params):") == accepted
+
+
+def test_a_dataset_lists_its_files_with_checksums_and_whether_they_are_here(tmp_path, monkeypatch):
+    monkeypatch.setenv("SVIBENCH_DATA_DIR", str(tmp_path))
+    (tmp_path / "usps").mkdir()
+    (tmp_path / "usps" / "usps_all.mat").write_bytes(b"")
+    text = describe("usps-3v5", REGISTRY)
+    assert re.search(r"usps/usps_all.mat +present +sha256 da2c8d6e8bd7", text)
+    assert re.search(r"images/boat.png +absent +sha256 18bea4de1634", describe("image-patches", REGISTRY))
+    assert "Files: none (generated)" in describe("gmm-synthetic", REGISTRY)
+
+
+def test_a_model_lists_its_capabilities_and_an_unknown_name_is_one_line(capsys):
+    assert main(["describe", "gmm"]) == 0
+    assert "ConditionallyConjugate" in capsys.readouterr().out
+    assert main(["describe", "nope"]) == 2
+    assert capsys.readouterr().err == ("svibench: error: no algorithm, model or dataset is called 'nope'; "
+                                       "`svibench list` shows every name\n")
+    assert main(["list", "--params"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"algorithm {a}:" in out for a in REGISTRY.algorithms) and "dataset a1a (kind" in out
