@@ -15,6 +15,7 @@ A study is a TOML file (read with the standard library's ``tomllib``)::
     model = "gmm"
     dataset = "gmm-synthetic"
     dataset_params = { n = 2000 }
+    # budget = { iterations = 10, at = [1, 2, 5, 10] }   # optional: its own keys over [budget], at every scale
 
     [[algorithm]]
     name = "svi"
@@ -85,8 +86,8 @@ class StudyError(ValueError):
 TOP_KEYS = {"study", "budget", "problem", "algorithm", "scales", "paper", "report", "claim", "target", "reference"}
 STUDY_KEYS = {"name", "description", "seeds", "timeout"}
 BUDGET_KEYS = {"iterations", "epochs", "seconds", "checkpoints", "spacing", "at"}
-PROBLEM_KEYS = {"name", "model", "dataset", "model_params", "dataset_params"}
-ALGORITHM_KEYS = {"name", "label", "method", "params", "models"}
+PROBLEM_KEYS = {"name", "model", "dataset", "model_params", "dataset_params", "budget"}
+ALGORITHM_KEYS = {"name", "label", "method", "params", "models", "problems"}
 SCALE_KEYS = {"seeds", "budget", "timeout", "model_params", "dataset_params", "algorithm_params", "problems"}
 PAPER_KEYS = {"problem", "algorithm", "metric", "value", "sd", "note", "claim", "versus"}
 #: A plotted metric gets a warning at load below this many checkpoints per run (too few to show convergence).
@@ -105,7 +106,7 @@ class Skipped:
 @dataclass(frozen=True)
 class AlgorithmPoint:
     """One point of an ``[[algorithm]]`` grid: its registry entry, parameters, label, method, the
-    parameters the grid varies here (``variant``) and the models it is restricted to (None: all)."""
+    parameters the grid varies here (``variant``) and the models and problems it is restricted to (None: all)."""
 
     entry: AlgorithmEntry
     params: dict[str, Any]
@@ -113,6 +114,12 @@ class AlgorithmPoint:
     method: str
     variant: dict[str, Any]
     models: frozenset[str] | None
+    problems: frozenset[str] | None = None
+
+    def runs_on(self, problem: ProblemSpec) -> bool:
+        """Whether the study asks for this entry on ``problem`` (by model, and by problem name or its grid's base)."""
+        return ((self.models is None or problem.model in self.models)
+                and (self.problems is None or bool({problem.name, problem.base} & self.problems)))
 
 
 @dataclass
@@ -241,18 +248,18 @@ def parse_study(
     _check_keys(raw, TOP_KEYS, source)
     overrides = _parse_scales(raw.get("scales", {}), scale, source)
     name, description, seeds, timeout = _parse_study_table(raw.get("study", {}), overrides)
-    budget, checkpoints = _parse_budget(raw.get("budget", {}), overrides)
-    every_problem = _parse_problems(raw.get("problem"), overrides, registry)
+    every_problem, budgets = _parse_problems(raw.get("problem"), overrides, registry, raw.get("budget", {}))
     problems = _scale_problems(every_problem, overrides.get("problems"))
     runs, skipped = [], []
-    for point in _parse_algorithms(raw.get("algorithm"), overrides, registry):
+    for point in _parse_algorithms(raw.get("algorithm"), overrides, registry, problems):
         for problem in problems:
-            if point.models is not None and problem.model not in point.models:
-                continue  # the study asks for this entry on other models only
+            if not point.runs_on(problem):
+                continue  # the study asks for this entry on other models or problems only
             reason = point.entry.incompatibility(registry.model(problem.model), point.params)
             if reason:
                 skipped.append(Skipped(problem.name, point.label, reason))
                 continue
+            budget, checkpoints = budgets[problem.name]
             runs.extend(RunSpec(name, problem, point.entry.name, point.label, point.params, seed, budget, checkpoints,
                                 timeout, tuple(plugins), point.method, point.variant) for seed in seeds)
     ids = [r.run_id for r in runs]
@@ -265,7 +272,8 @@ def parse_study(
     metrics = {m for p in problems for m in registry.model(p.model).metrics}
     report = _parse_report(raw.get("report", {}), metrics)
     claims, references = _parse_claims(raw, paper, problems, runs, metrics, report, every_problem, scale)
-    _warn_few_checkpoints(checkpoints, report, metrics)
+    for checkpoints in {budgets[p.name][1] for p in problems}:
+        _warn_few_checkpoints(checkpoints, report, metrics)
     return Study(name, description, runs, skipped, paper, report, source, scale, tuple(plugins), raw | {"_text": text},
                  claims, references)
 
@@ -303,32 +311,46 @@ def _parse_study_table(table: Any, overrides: dict[str, Any]) -> tuple[str, str,
     return name, str(study.get("description", "")), seeds, timeout
 
 
-def _parse_budget(table: Any, overrides: dict[str, Any]) -> tuple[Budget, Checkpoints]:
-    """``[budget]``: the limits (at least one) and when to evaluate."""
+def _parse_budget(table: Any, overrides: dict[str, Any], own: dict[str, Any] | None = None,
+                  where: str = "[budget]") -> tuple[Budget, Checkpoints]:
+    """``[budget]``: the limits (at least one) and when to evaluate.  ``own`` is a ``[[problem]]``'s ``budget``:
+    its keys replace the study's (and the scale's), e.g. the paper's iteration count and markers on one dataset."""
     budget_raw = _merge(_check_keys(table, BUDGET_KEYS, "[budget]"), overrides.get("budget", {}))
     _check_keys(budget_raw, BUDGET_KEYS, "[budget]")
-    limits = {key: _positive(budget_raw[key], f"[budget] {key}", kind)
+    if own is not None:
+        budget_raw = _merge(budget_raw, _check_keys(own, BUDGET_KEYS, where))
+    limits = {key: _positive(budget_raw[key], f"{where} {key}", kind)
               for key, kind in (("iterations", int), ("epochs", float), ("seconds", float)) if key in budget_raw}
     if not limits:
-        raise StudyError("[budget]: set at least one of iterations, epochs, seconds")
+        raise StudyError(f"{where}: set at least one of iterations, epochs, seconds")
     spacing = budget_raw.get("spacing", "log")
     if spacing not in ("log", "linear"):
-        raise StudyError(f"[budget] spacing: expected 'log' or 'linear', got {_type_name(spacing)}")
+        raise StudyError(f"{where} spacing: expected 'log' or 'linear', got {_type_name(spacing)}")
     at = budget_raw.get("at", [])
     if not isinstance(at, list) or not all(isinstance(a, (int, float)) and not isinstance(a, bool) and a > 0 for a in at):
-        raise StudyError(f"[budget] at: expected a list of positive numbers, got {_type_name(at)}")
-    count = _positive(budget_raw.get("checkpoints", 20), "[budget] checkpoints", int)
+        raise StudyError(f"{where} at: expected a list of positive numbers, got {_type_name(at)}")
+    count = _positive(budget_raw.get("checkpoints", 20), f"{where} checkpoints", int)
     return Budget(**limits), Checkpoints(count=count, spacing=spacing, at=tuple(at))
 
 
-def _parse_problems(tables: Any, overrides: dict[str, Any], registry: Registry) -> list[ProblemSpec]:
-    """``[[problem]]``: every table, with its model and dataset parameter grids expanded."""
+def _parse_problems(tables: Any, overrides: dict[str, Any], registry: Registry,
+                    budget: Any) -> tuple[list[ProblemSpec], dict[str, tuple[Budget, Checkpoints]]]:
+    """``[[problem]]``: every table, with its model and dataset parameter grids expanded, and each problem's budget
+    and checkpoints (the study's ``budget``, with a table's own ``budget`` keys over it)."""
+    study = _parse_budget(budget, overrides)
     if not isinstance(tables, list) or not tables:
         raise StudyError("[[problem]]: a study needs at least one [[problem]] table")
-    problems = [p for i, table in enumerate(tables) for p in _parse_problem(table, f"[[problem]] #{i + 1}", overrides, registry)]
+    problems, budgets = [], {}
+    for i, table in enumerate(tables):
+        where = f"[[problem]] #{i + 1}"
+        expanded = _parse_problem(table, where, overrides, registry)
+        own = _parse_budget(budget, overrides, _table(table["budget"], f"{where} budget"), f"{where} budget") \
+            if "budget" in table else study
+        problems += expanded
+        budgets.update({p.name: own for p in expanded})
     if len({p.name for p in problems}) != len(problems):
         raise StudyError("[[problem]]: two problems have the same name; give them distinct `name`s")
-    return problems
+    return problems, budgets
 
 
 def _scale_problems(problems: list[ProblemSpec], names: Any) -> list[ProblemSpec]:
@@ -391,7 +413,8 @@ def _grid_point(model_params: dict[str, Any], model_varied: list[str], dataset_p
     return point
 
 
-def _parse_algorithms(tables: Any, overrides: dict[str, Any], registry: Registry) -> list[AlgorithmPoint]:
+def _parse_algorithms(tables: Any, overrides: dict[str, Any], registry: Registry,
+                      problems: list[ProblemSpec]) -> list[AlgorithmPoint]:
     """``[[algorithm]]``: every point of every table's grid.  Its ``method`` defaults to its ``label``, which
     defaults to the registry entry's; the label of a grid point adds the varied parameters, ``(k=v, ...)``."""
     if not isinstance(tables, list) or not tables:
@@ -416,6 +439,7 @@ def _parse_algorithms(tables: Any, overrides: dict[str, Any], registry: Registry
             if not isinstance(value, str) or not value:
                 raise StudyError(f"{where} {key}: expected a non-empty string, got {_type_name(value)}")
         models = _parse_models(table, registry, where)
+        only = _parse_problem_names(table, problems, where)
         for combo, varied in _grid(params, f"{where} params"):
             _check_params(combo, entry.cls.__init__, accepted, f"{where} params", f"algorithm {entry.name!r}")
             try:
@@ -423,7 +447,7 @@ def _parse_algorithms(tables: Any, overrides: dict[str, Any], registry: Registry
             except (ValueError, TypeError) as exc:
                 raise StudyError(f"{where} params {canonical_json(combo)}: {exc}") from None
             label = label_base + (" (" + ", ".join(f"{k}={combo[k]}" for k in varied) + ")" if varied else "")
-            out.append(AlgorithmPoint(entry, combo, label, method, {k: combo[k] for k in varied}, models))
+            out.append(AlgorithmPoint(entry, combo, label, method, {k: combo[k] for k in varied}, models, only))
     return out
 
 
@@ -440,6 +464,23 @@ def _parse_models(table: dict[str, Any], registry: Registry, where: str) -> froz
         raise StudyError(f"{where} models: unknown model(s) {', '.join(unknown)}; "
                          f"registered: {', '.join(sorted(registry.models))}")
     return frozenset(models)
+
+
+def _parse_problem_names(table: dict[str, Any], problems: list[ProblemSpec], where: str) -> frozenset[str] | None:
+    """An ``[[algorithm]]``'s optional ``problems = [...]``: run it only on these problems, each named as its
+    ``[[problem]]`` names it (a grid's base name, e.g. ``"logreg/covtype"``, stands for all its points), e.g.
+    a step size the paper gives for one dataset."""
+    if "problems" not in table:
+        return None
+    names = table["problems"]
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise StudyError(f"{where} problems: expected a non-empty list of problem names, got {names!r}")
+    known = {p.name for p in problems} | {p.base for p in problems}
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise StudyError(f"{where} problems: unknown problem(s) {', '.join(unknown)}; the study's problems: "
+                         f"{', '.join(sorted({p.base for p in problems}))}")
+    return frozenset(names)
 
 
 def _parse_paper(rows: Any) -> list[dict[str, Any]]:
@@ -513,11 +554,11 @@ def _at_scale(claims: list[Claim], paper: list[dict[str, Any]], problems: list[P
 
 
 def _check_targets(claims: list[Claim], report: dict[str, Any]) -> None:
-    """A faster claim without its own target needs a ``[report]`` target on its metric."""
+    """A faster or as-fast claim without its own target needs a ``[report]`` target on its metric."""
     targets = {t.metric for t in ReportSettings.parse(report).targets}
     for c in claims:
-        if c.kind == "faster" and c.target is None and c.metric not in targets and not c.not_run:
-            raise ReportError(f"[[{c.ledger}]] {c.id!r}: a faster claim needs a target: give target = {{ relative = ... }} "
+        if c.kind in ("faster", "as-fast") and c.target is None and c.metric not in targets and not c.not_run:
+            raise ReportError(f"[[{c.ledger}]] {c.id!r}: {'an as-fast' if c.kind == 'as-fast' else 'a faster'} claim needs a target: give target = {{ relative = ... }} "
                               f"or a [report] target on {c.metric!r}")
 
 

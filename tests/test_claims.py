@@ -125,6 +125,18 @@ def test_a_study_with_claims_and_references_loads():
     ('[[claim]]\nid = "o"\nsource = "s"\nkind = "order"\nmetric = "elbo"\nbetter = ["VMP"]\nworse = ["VMP"]\nmargn = 1',
      r"unknown key 'margn'"),
     ('[[reference]]\nproblem = "gmm/gmm-synthetic"\nmetric = "elbo"\nvalue = 1.0', r"\[\[reference\]\] #1: expected exactly"),
+    ('[[claim]]\nid = "f"\nsource = "s"\nkind = "as-fast"\nmetric = "elbo"\nmethods = ["VMP", "SVI"]',
+     r"\(f\): a as-fast claim needs 'ratio'"),
+    ('[[claim]]\nid = "f"\nsource = "s"\nkind = "as-fast"\nmetric = "elbo"\nmethods = ["VMP", "SVI"]\nratio = 1.0',
+     r"an as-fast claim needs ratio > 1 \(the factor its times may differ by, got 1.0\)"),
+    ('[[claim]]\nid = "f"\nsource = "s"\nkind = "as-fast"\nmetric = "elbo"\nmethods = ["VMP", "VMP"]\nratio = 2',
+     r"and two or more distinct methods \(got \['VMP', 'VMP'\]\)"),
+    ('[[claim]]\nid = "f"\nsource = "s"\nkind = "as-fast"\nmetric = "elbo"\nmethods = ["VMP", "SVI"]\nratio = 2\n'
+     'axis = "final"', r"axis: expected one of time, epoch, got 'final'"),
+    ('[[claim]]\nid = "f"\nsource = "s"\nkind = "as-fast"\nmetric = "elbo"\nmethods = ["VMP", "SVI"]\nratio = 2\n'
+     'tolerance = 0.1', r"unknown key 'tolerance' for a as-fast claim"),
+    ('[[claim]]\nid = "f"\nsource = "s"\nkind = "as-fast"\nmetric = "elbo"\nmethods = ["VMP", "SVI"]\nratio = 2',
+     r"the study runs no method or label 'SVI'"),
     ('[report]\nsplit_panel = true', r"\[report\]: unknown key 'split_panel'"),
     ('[report]\nsuboptimality = ["psnr"]', r"\[report\] suboptimality: no model of the study reports 'psnr'"),
 ])
@@ -199,3 +211,22 @@ def test_regenerate_runs_then_writes_reports_and_index_and_refuses_a_dirty_tree(
     study.write_text(STUDY + "\n# changed\n")
     with pytest.raises(StudyError, match=r"uncommitted changes \(reports/s/study.toml\).*commit or stash"):
         regenerate(tmp_path / "reports")
+
+
+def test_an_as_fast_claim_loads_with_a_target_and_is_refused_without_one():
+    extra = """
+        [[algorithm]]
+        name = "svi"
+        params = { batch_size = 10 }
+        [[claim]]
+        id = "f"
+        source = "s"
+        kind = "as-fast"
+        metric = "elbo"
+        methods = ["VMP", "SVI"]
+        ratio = 2
+    """
+    with pytest.raises(StudyError, match=r"\[\[claim\]\] 'f': an as-fast claim needs a target: give target = "):
+        load(extra)
+    (c,) = load(extra + '[report]\ntarget = { metric = "elbo", relative = 0.01 }\n').claims
+    assert (c.kind, c.methods, c.ratio, c.axis, c.target) == ("as-fast", ("VMP", "SVI"), 2.0, "time", None)

@@ -67,6 +67,78 @@ def test_reader_handles_bz2_and_rejects_bad_lines(tmp_path):
         libsvm.read_libsvm(src, n_features=100)
 
 
-def test_covtype_is_reported_unavailable_with_the_reason():
-    with pytest.raises(DatasetUnavailable, match="too large"):
+needs_covtype = pytest.mark.skipif(not (data_dir() / libsvm.COVTYPE.path).exists(),
+                                   reason="covtype/covtype.data.gz is not in the data directory")
+
+
+@pytest.fixture(scope="module")
+def covtype0():
+    return libsvm.covtype(split=0)
+
+
+@needs_covtype
+def test_covtype_has_the_papers_size_labels_and_scale(covtype0):
+    """Table 3's N = 290,506 training rows of D = 54; class 2 (283,301 rows, SOURCES.md's class counts) is y = 1;
+    every feature spans exactly [0, 1] over all 581,012 rows (min-max scaling, not per half)."""
+    train, test = covtype0.train, covtype0.test
+    assert train["X"].shape == test["X"].shape == (290506, 54)
+    assert train["y"].sum() + test["y"].sum() == 283301 and set(np.unique(train["y"])) == {0.0, 1.0}
+    both = np.vstack([train["X"], test["X"]])
+    np.testing.assert_array_equal(both.min(axis=0), 0.0)
+    np.testing.assert_array_equal(both.max(axis=0), 1.0)
+    # the 44 one-hot columns (wilderness area, soil type) stay 0/1; the 10 quantitative ones are not
+    assert np.all(np.isin(both[:, 10:], (0.0, 1.0))) and not np.all(np.isin(both[:, :10], (0.0, 1.0)))
+
+
+@needs_covtype
+def test_covtype_rows_are_uci_rows_rescaled(covtype0):
+    """An independent reading of the first UCI row (gzip + csv module): its scaled copy is in the data."""
+    import csv
+    import gzip
+    with gzip.open(data_dir() / libsvm.COVTYPE.path, "rt") as fh:
+        first = np.array(next(csv.reader(fh)), dtype=float)
+    assert first[-1] == 5  # UCI's first row: class 5, so y = 0
+    low = np.array([1859, 0, 0, 0, -173] + [0] * 49, dtype=float)  # per-column minima and maxima of UCI's file
+    high = np.array([3858, 360, 66, 1397, 601, 7117, 254, 254, 254, 7173] + [1] * 44, dtype=float)
+    row = (first[:-1] - low) / (high - low)
+    X = np.vstack([covtype0.train["X"], covtype0.test["X"]])
+    y = np.concatenate([covtype0.train["y"], covtype0.test["y"]])
+    hit = np.flatnonzero(np.all(np.abs(X - row) < 1e-12, axis=1))
+    assert len(hit) >= 1 and np.all(y[hit] == 0)
+
+
+@needs_covtype
+def test_covtype_split_is_seeded(covtype0):
+    again, other = libsvm.covtype(split=0), libsvm.covtype(split=1)
+    np.testing.assert_array_equal(again.train["X"], covtype0.train["X"])
+    np.testing.assert_array_equal(again.test["y"], covtype0.test["y"])
+    assert not np.array_equal(other.train["X"][:100], covtype0.train["X"][:100])
+
+
+def test_covtype_missing_file_names_the_source(tmp_path, monkeypatch):
+    monkeypatch.setenv("SVIBENCH_DATA_DIR", str(tmp_path))
+    with pytest.raises(DatasetUnavailable, match=r"^covtype: covtype/covtype.data.gz is not in the data directory "
+                                                 r".*straw-boy/solvers.*SOURCES.md, covtype/$"):
         libsvm.covtype()
+
+
+@needs_covtype
+def test_covtype_corrupt_file_is_a_checksum_error_naming_the_source(tmp_path, monkeypatch):
+    (tmp_path / "covtype").mkdir()
+    raw = bytearray((data_dir() / libsvm.COVTYPE.path).read_bytes())
+    raw[len(raw) // 2] ^= 1
+    (tmp_path / libsvm.COVTYPE.path).write_bytes(bytes(raw))
+    monkeypatch.setenv("SVIBENCH_DATA_DIR", str(tmp_path))
+    with pytest.raises(DataError, match=r"corrupt: SHA-256 .* expected.*SOURCES.md, covtype/") as info:
+        libsvm.covtype()
+    assert not isinstance(info.value, DatasetUnavailable) and "\n" not in str(info.value)
+
+
+@needs_covtype
+def test_covtype_n_train_keeps_the_first_rows_of_each_half_of_the_same_split(covtype0):
+    small = libsvm.covtype(split=0, n_train=1000)
+    assert small.train["X"].shape == small.test["X"].shape == (1000, 54)
+    np.testing.assert_array_equal(small.train["X"], covtype0.train["X"][:1000])
+    np.testing.assert_array_equal(small.test["y"], covtype0.test["y"][:1000])
+    with pytest.raises(ValueError, match=r"n_train must be between 1 and 290506 \(each random half\), got 290507"):
+        libsvm.covtype(n_train=290507)

@@ -216,3 +216,55 @@ dataset_params = { n = 50, n_test = 10 }
     assert not study.skipped
     with pytest.raises(StudyError, match=r"models: unknown model\(s\) nope; registered: .*gmm"):
         parse_study(tomllib.loads(text.replace('models = ["gmm"]', 'models = ["nope"]')))
+
+
+def test_an_algorithm_entry_can_be_restricted_to_some_problems():
+    """``problems = [...]`` runs an entry only on those problems (a grid's base name stands for all its points,
+    a point can be named alone); an unknown name is refused at load with the study's problem names."""
+    text = GOOD.replace('name = "svi"\n', 'name = "svi"\nproblems = ["small"]\n').replace(
+        'model = "gmm"\n', 'name = "small"\nmodel = "gmm"\n').replace("n = 200,", "n = [200, 300],") + """
+[[problem]]
+name = "other"
+model = "gmm"
+dataset = "gmm-synthetic"
+dataset_params = { n = 100, n_test = 10 }
+"""
+    study = parse_study(tomllib.loads(text))
+    assert {r.problem.name for r in study.runs if r.algorithm == "svi"} == {"small (n=200)", "small (n=300)"}
+    assert {r.problem.name for r in study.runs if r.algorithm == "vmp"} == {"small (n=200)", "small (n=300)", "other"}
+    assert not study.skipped
+    one = parse_study(tomllib.loads(text.replace('problems = ["small"]', 'problems = ["small (n=300)", "other"]')))
+    assert {r.problem.name for r in one.runs if r.algorithm == "svi"} == {"small (n=300)", "other"}
+    with pytest.raises(StudyError, match=r"^\[\[algorithm\]\] #1 \(svi\) problems: unknown problem\(s\) smal; "
+                                         r"the study's problems: other, small$"):
+        parse_study(tomllib.loads(text.replace('problems = ["small"]', 'problems = ["smal"]')))
+    with pytest.raises(StudyError, match=r"problems: expected a non-empty list of problem names, got \[\]"):
+        parse_study(tomllib.loads(text.replace('problems = ["small"]', 'problems = []')))
+
+
+def test_a_problem_can_have_its_own_budget_keys_over_the_studys():
+    """A [[problem]]'s ``budget`` replaces the keys it names (here the iterations and the checkpoints) for its runs
+    only, at every scale; the other keys are the study's; a bad key or value names the problem's table."""
+    text = GOOD + """
+[[problem]]
+name = "marked"
+model = "gmm"
+dataset = "gmm-synthetic"
+dataset_params = { n = 100, n_test = 10 }
+budget = { iterations = 10, at = [1, 2, 3, 5, 8, 10], seconds = 60 }
+
+[scales.paper]
+budget = { iterations = 50, checkpoints = 4 }
+"""
+    for scale, plain in (("default", (5, 3)), ("paper", (50, 4))):
+        study = parse_study(tomllib.loads(text), scale=scale)
+        budgets = {(r.problem.name, r.budget.iterations, r.budget.seconds, r.checkpoints.count, r.checkpoints.at)
+                   for r in study.runs}
+        assert budgets == {("gmm/gmm-synthetic", plain[0], None, plain[1], ()),
+                           ("marked", 10, 60.0, plain[1], (1, 2, 3, 5, 8, 10))}
+    marked = next(r for r in study.runs if r.problem.name == "marked")
+    assert marked.checkpoints.schedule(marked.budget).tolist() == [1, 2, 3, 5, 8, 10]
+    with pytest.raises(StudyError, match=r"^\[\[problem\]\] #2 budget iterations: expected a positive integer, got 0"):
+        parse_study(tomllib.loads(text.replace("iterations = 10,", "iterations = 0,")))
+    with pytest.raises(StudyError, match=r"^\[\[problem\]\] #2 budget: unknown key 'iteration'"):
+        parse_study(tomllib.loads(text.replace("iterations = 10,", "iteration = 10,")))

@@ -332,12 +332,17 @@ def test_data_that_cannot_be_loaded_stops_the_sweep_before_any_run(tmp_path, mon
         run_study(bad_params, tmp_path / "out2", run_local, progress=False)
 
 
-def test_an_unavailable_dataset_stops_the_sweep_before_any_run_saying_where_and_what_to_do(tmp_path, capsys):
-    """covtype cannot be provided on this machine: the sweep stops at once with one message naming the
-    problem, the file, the data directory and the advice, and makes no run (it used to record every run
-    of the problem as failed and exit 0).  The problems whose data load are not named."""
+def test_an_unavailable_dataset_stops_the_sweep_before_any_run_saying_where_and_what_to_do(tmp_path, capsys,
+                                                                                            monkeypatch):
+    """covtype's file is not in this data directory (it cannot be downloaded): the sweep stops at once with
+    one message naming the problem, the file, the data directory and where to get it, and makes no run (it
+    used to record every run of the problem as failed and exit 0).  The problems whose data load are not named."""
     from svibench.cli import main
     from svibench.data import data_dir
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "libsvm").symlink_to(data_dir() / "libsvm")
+    monkeypatch.setenv("SVIBENCH_DATA_DIR", str(tmp_path / "data"))
 
     study = tmp_path / "study.toml"
     study.write_text(textwrap.dedent("""
@@ -362,7 +367,7 @@ def test_an_unavailable_dataset_stops_the_sweep_before_any_run_saying_where_and_
     message = str(info.value)
     assert message.startswith("nothing was run")
     assert f"logreg/covtype: dataset 'covtype' is not available (data directory {data_dir()})" in message
-    assert "covtype_binary_scale.mat" in message and "remove the covtype problem" in message
+    assert "covtype/covtype.data.gz is not in the data directory" in message and "SOURCES.md, covtype/" in message
     assert "australian" not in message
     assert not (tmp_path / "out" / "runs").exists()
     assert main(["run", str(study), "-o", str(tmp_path / "cli"), "--quiet", "--no-report"]) != 0

@@ -152,6 +152,39 @@ def test_faster_takes_the_studys_target_by_default():
     assert verdict(runs, c, targets=(Target("elbo", "relative", 0.01),)).verdict == "reproduced"
 
 
+AS_FAST = dict(kind="as-fast", metric="elbo", methods=["A", "B", "C"], ratio=2.0, target={"relative": 0.01})
+
+
+def test_as_fast_holds_when_every_pair_of_times_to_target_is_within_the_ratio():
+    """A at 2 s, B at 3 s, C at 4 s: the slowest pair is 4/2 = 2 ≤ 2 (holds); with C at 5 s it is 2.5 > 2 (fails)."""
+    within = [run("A", s, [-10, -5, -1, -1, -1, -1]) for s in range(3)]
+    within += [run("B", s, [-10, -5, -3, -1, -1, -1]) for s in range(3)]
+    within += [run("C", s, [-10, -5, -3, -2, -1, -1]) for s in range(3)]
+    v = verdict(within, claim(**AS_FAST))
+    assert v.verdict == "reproduced" and v.units["number"].tolist() == [2.0] * 3
+    assert "A 2 s, B 3 s, C 4 s: ratio 2" in v.units["detail"].iloc[0]
+    beyond = within[:6] + [run("C", s, [-10, -5, -3, -2, -2, -1]) for s in range(3)]
+    assert verdict(beyond, claim(**AS_FAST)).verdict == "not reproduced"
+    assert verdict(beyond, claim(**{**AS_FAST, "ratio": 2.5})).verdict == "reproduced"
+
+
+def test_as_fast_fails_a_unit_whose_method_never_reaches_the_target():
+    """C never gets within 1% of the best final value: the unit fails even though A and B are level."""
+    runs = [run(lb, s, [-10, -5, -1, -1]) for lb in "AB" for s in range(3)]
+    runs += [run("C", s, [-10, -5, -3, -2]) for s in range(3)]
+    v = verdict(runs, claim(**AS_FAST))
+    assert v.verdict == "not reproduced" and "C not in" in v.units["detail"].iloc[0]
+    assert verdict(runs, claim(**{**AS_FAST, "methods": ["A", "B"]})).verdict == "reproduced"
+
+
+def test_as_fast_reads_each_method_at_its_fastest_variant():
+    runs = [run("A", s, [-10, -5, -1, -1]) for s in range(3)]
+    runs += [run("B (w=1)", s, [-10, -5, -4, -3, -2, -1, -1], method="B") for s in range(3)]
+    runs += [run("B (w=2)", s, [-10, -5, -1, -1], method="B") for s in range(3)]
+    v = verdict(runs, claim(**{**AS_FAST, "methods": ["A", "B"]}))
+    assert v.verdict == "reproduced" and v.variants["p"]["B"] == "B (w=2)"
+
+
 def test_equivalent_within_tolerance():
     runs = [run("A", s, [-10, -1.00]) for s in range(3)] + [run("B", s, [-10, -1.02]) for s in range(3)]
     c = dict(kind="equivalent", metric="elbo", methods=["A", "B"])

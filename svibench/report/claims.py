@@ -18,6 +18,9 @@ from :mod:`svibench.verdicts`.  Kinds::
     final = "equivalent"             # optional, when the paper also says where they end: "better", "not worse"
                                      #   (beyond the tie) or "equivalent" (within tolerance/absolute) final values
 
+    kind = "as-fast"      # methods = [...] reach the target in times within a factor ``ratio`` of each other
+                          #   (every pair within [1/ratio, ratio]; a method that never reaches it fails the unit);
+                          #   keys metric, methods, ratio (> 1, required), target and axis as for faster
     kind = "order"        # better's value beats worse's by more than max(margin, tie) at an equal budget
                           #   axis = "time" | "epoch" (value at the pair's common budget) | "final"
     kind = "equivalent"   # methods = [...] reach the same value: spread ≤ tolerance (relative) or absolute
@@ -57,7 +60,7 @@ from .settings import ReportError, Target, parse_target
 
 __all__ = ["Claim", "Reference", "KINDS", "LEDGERS", "parse_claims", "parse_references", "check_names"]
 
-KINDS = ("order", "faster", "equivalent", "value", "trend")
+KINDS = ("order", "faster", "as-fast", "equivalent", "value", "trend")
 LEDGERS = {"claim": "[[claim]]", "target": "[[target]]"}
 AXES = ("time", "epoch", "final")
 SHAPES = ("improving", "worsening")
@@ -66,11 +69,13 @@ COMMON_KEYS = ("id", "source", "kind", "problems", "tie", "at_budget", "variants
 KIND_KEYS = {
     "order": ("metric", "better", "worse", "margin", "axis"),
     "faster": ("metric", "better", "worse", "target", "ratio", "axis", "final", "tolerance", "absolute"),
+    "as-fast": ("metric", "methods", "target", "ratio", "axis"),
     "equivalent": ("metric", "methods", "tolerance", "absolute", "axis"),
     "value": ("tolerance", "comparable", "comparable_why"),
     "trend": ("metric", "method", "setting", "shape", "diminishing"),
 }
 REQUIRED = {"order": ("metric", "better", "worse"), "faster": ("metric", "better", "worse"),
+            "as-fast": ("metric", "methods", "ratio"),
             "equivalent": ("metric", "methods"), "value": ("comparable", "comparable_why"),
             "trend": ("metric", "method", "setting", "shape")}
 REFERENCE_KEYS = ("problem", "metric", "value", "how")
@@ -184,14 +189,18 @@ def _kind_fields(kind: str, table: dict, where: str) -> dict[str, Any]:
             raise ReportError(f"{where} margin: {table['margin']!r} is negative; a tie or a loss must never pass "
                               "as a win (use kind = \"equivalent\" for 'about the same')")
         out["margin"] = _number(table.get("margin", 0.0), f"{where} margin")
-    if kind == "faster":
+    if kind in ("faster", "as-fast"):
         out["target"] = parse_target({"metric": out["metric"], **table["target"]}, where) if "target" in table else None
         out["ratio"] = _number(table.get("ratio", 1.0), f"{where} ratio", 1.0)
+    if kind == "faster":
         out["final"] = table.get("final", "any")
         if out["final"] not in FINALS:
             raise ReportError(f"{where} final: expected one of {', '.join(FINALS)}, got {out['final']!r}")
-    if kind == "equivalent":
+    if kind in ("equivalent", "as-fast"):
         out["methods"] = _strings(table["methods"], f"{where} methods")
+    if kind == "as-fast" and (out["ratio"] <= 1.0 or len(set(out["methods"])) < 2):
+        raise ReportError(f"{where}: an as-fast claim needs ratio > 1 (the factor its times may differ by, got "
+                          f"{table['ratio']!r}) and two or more distinct methods (got {table['methods']!r})")
     if (kind == "equivalent" or out.get("final") == "equivalent") and ("tolerance" in table) == ("absolute" in table):
         raise ReportError(f"{where}: an equivalence gives one of tolerance (relative) or absolute")
     if kind == "trend":
@@ -212,9 +221,10 @@ def _kind_fields(kind: str, table: dict, where: str) -> dict[str, Any]:
 
 def _claim(table: Any, where: str, ledger: str) -> Claim:
     kind = _check_shape(table, where)
-    axis = table.get("axis", "time" if kind == "faster" else "final")
-    if axis not in (AXES[:2] if kind == "faster" else AXES):
-        raise ReportError(f"{where} axis: expected one of {', '.join(AXES[:2] if kind == 'faster' else AXES)}, got {axis!r}")
+    timed = kind in ("faster", "as-fast")
+    axis = table.get("axis", "time" if timed else "final")
+    if axis not in (AXES[:2] if timed else AXES):
+        raise ReportError(f"{where} axis: expected one of {', '.join(AXES[:2] if timed else AXES)}, got {axis!r}")
     return Claim(
         id=_text(table, "id", where, True), source=_text(table, "source", where, ledger == "claim"), kind=kind,
         problems=_strings(table.get("problems", []), f"{where} problems"), axis=axis,

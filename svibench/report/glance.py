@@ -104,6 +104,9 @@ def _statement(claim: Claim) -> str:
         extra += f" (× {claim.ratio:g})" if claim.kind == "faster" and claim.ratio != 1 else ""
         extra += f", with {claim.final} final values" if claim.kind == "faster" and claim.final != "any" else ""
         return f"{claim.kind}: {', '.join(claim.better)} {verb} {', '.join(claim.worse)}{extra} on {claim.metric} ({claim.axis})"
+    if claim.kind == "as-fast":
+        return (f"as fast: {', '.join(claim.methods)} reach the target within a factor {claim.ratio:g} of each other's "
+                f"{'CPU time' if claim.axis == 'time' else 'data passes'} on {claim.metric}")
     if claim.kind == "equivalent":
         allowed = f"± {claim.absolute:g}" if claim.absolute is not None else f"within {100 * claim.tolerance:g}%"
         return f"equivalent: {', '.join(claim.methods)} reach the same {claim.metric}, {allowed} ({claim.axis})"

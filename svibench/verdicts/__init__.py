@@ -5,7 +5,8 @@ The rule, stated in every report with its n:
 - **Units.** A claim is judged on paired units, one per (problem, seed): the
   same data and start for every method (:mod:`.kinds` says what each kind
   measures on a unit).  A tie never holds: order and faster claims need a gap
-  beyond the tie tolerance, in the claimed direction.
+  beyond the tie tolerance, in the claimed direction; an as-fast claim needs
+  every method at the target, the slowest within ``ratio`` of the fastest.
 - **Complete.** Every planned run of the methods the claim names, on its
   problems, must have ended healthy and ``ok`` (:mod:`svibench.health`);
   otherwise the verdict is *incomplete* and names the runs.  A problem whose

@@ -137,6 +137,25 @@ def _faster(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
     return rows, chosen
 
 
+def _as_fast(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
+    """Every method reaches the target, and the slowest needs at most ``ratio`` times the fastest's time: each
+    time is the first checkpoint at the target (:meth:`Evidence.reach`'s ``high``), so every pair's ratio is
+    within [1/ratio, ratio] at the checkpoints' resolution.  A method that never reaches it fails the unit."""
+    threshold = _thresholds(ev, claim)
+    paired, chosen = _paired(ev, claim, claim.methods, _reach_score(ev, claim))
+    unit = "s" if claim.axis == "time" else "epochs"
+    rows = []
+    for pool, problem, seed, runs in paired:
+        reach = {n: ev.reach(r, claim.metric, threshold[problem], claim.axis) for n, r in runs.items()}
+        times = [x.high for x in reach.values()]
+        spread = max(times) / min(times) if all(x.reached for x in reach.values()) and min(times) > 0 else math.inf
+        said = ", ".join(f"{n} {x.high:.3g} {unit}" if x.reached else f"{n} not in {x.low:.3g} {unit}"
+                         for n, x in reach.items())
+        rows.append(_unit(pool, problem, seed, spread <= claim.ratio, spread,
+                          f"{said}: ratio {spread:.3g} (allowed ≤ {claim.ratio:g})"))
+    return rows, chosen
+
+
 def _equivalent(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
     """The spread of the methods' values at the unit's common budget is within the claim's tolerance."""
     paired, chosen = _paired(ev, claim, claim.methods, _final_score(ev, claim))
@@ -214,7 +233,8 @@ def _value(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
     return rows, chosen
 
 
-UNITS = {"order": _order, "faster": _faster, "equivalent": _equivalent, "trend": _trend, "value": _value}
+UNITS = {"order": _order, "faster": _faster, "as-fast": _as_fast, "equivalent": _equivalent,
+         "trend": _trend, "value": _value}
 
 
 def units(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
