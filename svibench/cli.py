@@ -242,20 +242,8 @@ def _at_least_one(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="svibench", description="Compare stochastic variational inference algorithms.")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("list", help="algorithms, models, datasets and which pairs are compatible")
-    p.add_argument("--plugin", action="append", default=[], metavar="FILE", help="load algorithms from a Python file")
-    p.add_argument("--params", action="store_true", help="describe every one instead (as `svibench describe NAME`)")
-    p.set_defaults(func=_cmd_list)
-
-    p = sub.add_parser("describe", help="the parameters a study may set for an algorithm, model or dataset, and more")
-    p.add_argument("name", help="an algorithm, model or dataset name (`svibench list` shows them)")
-    p.add_argument("--plugin", action="append", default=[], metavar="FILE", help="load algorithms from a Python file")
-    p.set_defaults(func=_cmd_describe)
-
+def _add_run(sub) -> None:
+    """The ``run`` command's options (the longest list; kept apart from :func:`build_parser`)."""
     p = sub.add_parser("run", help="run a study file")
     p.add_argument("study", help="the study's TOML file")
     p.add_argument("-o", "--output", help="results folder (default: results/ beside the study file)")
@@ -278,6 +266,23 @@ def build_parser() -> argparse.ArgumentParser:
                         "the committed reports beside the study files are rebuilt by `svibench regenerate`)")
     p.set_defaults(func=_cmd_run)
 
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="svibench", description="Compare stochastic variational inference algorithms.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("list", help="algorithms, models, datasets and which pairs are compatible")
+    p.add_argument("--plugin", action="append", default=[], metavar="FILE", help="load algorithms from a Python file")
+    p.add_argument("--params", action="store_true", help="describe every one instead (as `svibench describe NAME`)")
+    p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("describe", help="the parameters a study may set for an algorithm, model or dataset, and more")
+    p.add_argument("name", help="an algorithm, model or dataset name (`svibench list` shows them)")
+    p.add_argument("--plugin", action="append", default=[], metavar="FILE", help="load algorithms from a Python file")
+    p.set_defaults(func=_cmd_describe)
+
+    _add_run(sub)
+
     p = sub.add_parser("regenerate", help="rebuild the committed reports and their index at a clean HEAD")
     p.add_argument("studies", nargs="*", metavar="STUDY", help="study folder names under REPORTS (default: all)")
     p.add_argument("--reports", default="reports", help="the folder of study folders (default: reports)")
@@ -296,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="figures and final metrics of the study's [report] plot or the models' primary metrics "
                         "(default), or of every recorded one")
     p.set_defaults(func=_cmd_report)
+
     p = sub.add_parser("check", help="run the conformance suite on an algorithm plugin")
     p.add_argument("target", metavar="PLUGIN", help="a plugin file, or a registry or entry-point name")
     p.add_argument("--plugin", action="append", default=[], metavar="FILE", help="load algorithms from a Python file")
