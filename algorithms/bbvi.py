@@ -24,7 +24,7 @@ scale-tril with positive diagonal for full rank, initialised at m = 0, scale 0.1
 expectation, zero variance when q = p (Roeder, Wu & Duvenaud 2017, eq. 8).  Cost per step:
 O(S·nnz(X) + S·D²) for the full-rank family on logistic regression.
 
-The optimisers are those of :mod:`svibench.optim`.
+The optimisers are those of :mod:`svibench.numerics.optim`.
 
 One :meth:`step` is one gradient step on a minibatch of ``batch_size`` data
 terms (all data when None), scaled by N/|B| inside the model's log joint; it
@@ -39,8 +39,8 @@ import numpy as np
 
 from svibench.algorithm import Algorithm, Diverged, Preset
 from svibench.capabilities.log_joint import LogJoint, LogJointGradient, Q
-from svibench.minibatch import sample_minibatch
-from svibench.optim import check_optimizer, make_optimizer
+from svibench.numerics.minibatch import sample_minibatch
+from svibench.numerics.optim import check_optimizer, make_optimizer
 
 __all__ = ["BBVI", "score_gradient", "reparam_gradient", "gradient_bytes"]
 
@@ -109,7 +109,7 @@ class BBVI(Algorithm, Generic[Q]):
     ----------
     estimator : {"score", "reparam"}
     optimizer : str, optional
-        A name of :data:`svibench.optim.OPTIMIZERS`; default "adagrad" (score) or "adam" (reparam).
+        A name of :data:`svibench.numerics.optim.OPTIMIZERS`; default "adagrad" (score) or "adam" (reparam).
     learning_rate : float, optional
         Its learning rate (default :data:`DEFAULT_LEARNING_RATE`: AdaGrad 0.5, Adam 0.01).
     n_samples : int, optional

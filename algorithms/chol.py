@@ -12,7 +12,7 @@ This is the deterministic reference optimum of Khan & Lin (2017), §7
 ("Chol"), there with a piecewise-quadratic bound instead of quadrature.
 
 One :meth:`step` is ``iterations_per_step`` iterations of one long L-BFGS run
-(:class:`svibench.lbfgs.LBFGS`: the two-loop recursion with a strong-Wolfe line
+(:class:`svibench.numerics.lbfgs.LBFGS`: the two-loop recursion with a strong-Wolfe line
 search, its curvature pairs and current point kept between steps, so N steps of
 k iterations are the iterates of one run of N·k).  Every function-and-gradient
 evaluation touches all N data points, so a step reports (number of evaluations,
@@ -29,8 +29,8 @@ import scipy.sparse
 
 from svibench.algorithm import Algorithm
 from svibench.capabilities.latent_gaussian import GaussianPosterior, LatentGaussian, expected_loglik
-from svibench.lbfgs import LBFGS
-from svibench.quadrature import ACCURATE, expectation_rule
+from svibench.numerics.lbfgs import LBFGS
+from svibench.numerics.quadrature import ACCURATE, expectation_rule
 
 __all__ = ["Chol"]
 
@@ -75,7 +75,7 @@ class Chol(Algorithm):
     ----------
     quadrature : str
         Accuracy of the expectations: ``"accurate"`` (the model's own) or
-        ``"gauss-hermite-N"`` (:func:`svibench.quadrature.expectation_rule`).
+        ``"gauss-hermite-N"`` (:func:`svibench.numerics.quadrature.expectation_rule`).
     iterations_per_step : int
         L-BFGS iterations per :meth:`step`.
     memory : int

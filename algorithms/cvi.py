@@ -54,9 +54,9 @@ from svibench.capabilities.latent_gaussian import (
     expected_loglik,
     mean_parameter_gradients,
 )
-from svibench.minibatch import sample_minibatch
-from svibench.quadrature import ACCURATE, expectation_rule, monte_carlo
-from svibench.schedules import make_schedule
+from svibench.numerics.minibatch import sample_minibatch
+from svibench.numerics.quadrature import ACCURATE, expectation_rule, monte_carlo
+from svibench.numerics.schedules import make_schedule
 
 __all__ = ["CVI", "site_schedule", "check_site_params"]
 
@@ -87,7 +87,7 @@ class CVI(Algorithm):
     n_samples : int
     quadrature : str
         Accuracy of the exact expectations: ``"accurate"`` (the model's own) or
-        ``"gauss-hermite-N"`` (:func:`svibench.quadrature.expectation_rule`).
+        ``"gauss-hermite-N"`` (:func:`svibench.numerics.quadrature.expectation_rule`).
     w, rho : float, optional
         Constant step βₜ = w/(1+w) (Table 2) or βₜ = rho (``rho`` wins when both
         are given); with neither (w=None), Robbins–Monro βₜ = (t + t0)^(−kappa).

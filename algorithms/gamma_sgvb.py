@@ -3,7 +3,7 @@
 The baseline of Khan & Lin (2017, §7, Table 4) on the gamma factor model.
 Each iteration draws ``n_samples`` (Knowles: one) reparameterised samples of
 q, forms ĝ = (1/S) Σ_s (∂z/∂φ)ᵀ ∇_z log p(y, z_s) + ∇_φ H[q] (analytic
-entropy), and takes an Adadelta step (:class:`svibench.optim.Adadelta`) on the softplus
+entropy), and takes an Adadelta step (:class:`svibench.numerics.optim.Adadelta`) on the softplus
 parameters φ:
 
     G ← ρ ĝ² + (1 − ρ) G,
@@ -30,7 +30,7 @@ import numpy as np
 
 from svibench.algorithm import Algorithm, Diverged
 from svibench.capabilities.log_joint import LogJointGradient, Q
-from svibench.optim import Adadelta
+from svibench.numerics.optim import Adadelta
 
 from .bbvi import reparam_gradient
 

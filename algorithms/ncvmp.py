@@ -38,7 +38,7 @@ from svibench.algorithm import Algorithm, Diverged
 from svibench.capabilities import missing
 from svibench.capabilities.adapters import ConjugateMeanField, conjugate_incompatibility
 from svibench.capabilities.latent_gaussian import GaussianFromSites, GaussianPosterior, LatentGaussian, expected_loglik
-from svibench.quadrature import ACCURATE, expectation_rule
+from svibench.numerics.quadrature import ACCURATE, expectation_rule
 
 __all__ = ["NCVMP"]
 
@@ -52,7 +52,7 @@ class NCVMP(Algorithm):
         Weight of the previous message (0: undamped NC-VMP).
     quadrature : str
         Accuracy of ∂Sₙ/∂(mₙ, vₙ): ``"accurate"`` (the model's own) or
-        ``"gauss-hermite-N"`` (:func:`svibench.quadrature.expectation_rule`).
+        ``"gauss-hermite-N"`` (:func:`svibench.numerics.quadrature.expectation_rule`).
     init_theta1, init_theta2 : float
         Initial messages (the same default as CVI's pseudo-observations).
     """

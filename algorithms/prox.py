@@ -49,7 +49,7 @@ import numpy as np
 
 from svibench.algorithm import Diverged, Preset
 from svibench.capabilities.latent_gaussian import expected_loglik
-from svibench.quadrature import ACCURATE
+from svibench.numerics.quadrature import ACCURATE
 
 from .cvi import CVI
 

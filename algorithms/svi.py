@@ -38,8 +38,8 @@ import numpy as np
 from svibench.algorithm import Algorithm, Preset, resolve_init_method
 from svibench.capabilities import ConditionallyConjugate, LocalApprox, natural_step
 from svibench.capabilities.conjugate import LOCAL_KINDS, VIEWS, ConjugatePosterior, ensure_finite
-from svibench.minibatch import sample_minibatch
-from svibench.schedules import make_schedule
+from svibench.numerics.minibatch import sample_minibatch
+from svibench.numerics.schedules import make_schedule
 
 __all__ = ["SVI", "VMP"]
 

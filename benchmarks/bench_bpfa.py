@@ -19,7 +19,7 @@ from svibench.algorithms.gibbs import GibbsSampler
 from svibench.datasets.bpfa_synthetic import bpfa_synthetic
 from svibench.models.bpfa import BPFA
 from svibench.capabilities import LocalApprox
-from svibench.minibatch import sample_minibatch
+from svibench.numerics.minibatch import sample_minibatch
 from svibench.models.bpfa.local import FACTOR_KINDS
 from svibench.registry import get_registry
 

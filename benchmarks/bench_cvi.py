@@ -14,7 +14,7 @@ from svibench.capabilities.latent_gaussian import expected_loglik
 from svibench.data import Dataset
 from svibench.datasets.libsvm import a7a, colon_cancer, covtype
 from svibench.models.logreg import BayesianLogisticRegression
-from svibench.quadrature import expectation_rule
+from svibench.numerics.quadrature import expectation_rule
 
 from . import _problems  # noqa: F401  (sets SVIBENCH_DATA_DIR to the shared data folder)
 

@@ -21,7 +21,7 @@ from scipy.special import digamma, expit, gammaln, polygamma
 
 from svibench.capabilities.mean_field import Blocks, GammaDraws, gamma_draws
 from svibench.expfam import GammaNatural
-from svibench.transforms import softplus, softplus_inv
+from svibench.numerics.transforms import softplus, softplus_inv
 
 __all__ = ["MeanFieldGamma"]
 

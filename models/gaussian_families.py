@@ -26,7 +26,7 @@ from scipy.special import expit
 
 from svibench.capabilities.latent_gaussian import GaussianPosterior
 from svibench.expfam import LOG_2PI
-from svibench.transforms import softplus, softplus_inv
+from svibench.numerics.transforms import softplus, softplus_inv
 
 __all__ = ["MeanFieldGaussian", "FullGaussian"]
 

@@ -32,7 +32,7 @@ from svibench.capabilities import ConjugatePosterior, Globals
 from svibench.capabilities.mean_field import GammaDraws, gamma_draws
 from svibench.expfam import LOG_2PI, DirichletNatural
 from svibench.expfam.normal_gamma import NormalGammaNatural
-from svibench.transforms import softplus, softplus_inv
+from svibench.numerics.transforms import softplus, softplus_inv
 
 __all__ = ["MixtureFamily", "split_draws"]
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy.special import betaln, digamma, expit, log_expit, logit
 
-from svibench.transforms import softplus, softplus_inv
+from svibench.numerics.transforms import softplus, softplus_inv
 
 __all__ = ["MeanFieldBernoulli", "MeanFieldBeta", "ProductFamily"]
 

@@ -101,7 +101,7 @@ import numpy as np
 from svibench.algorithm import Algorithm
 from svibench.capabilities import ConditionallyConjugate, LocalApprox, natural_step
 from svibench.capabilities.conjugate import ConjugatePosterior
-from svibench.minibatch import sample_minibatch
+from svibench.numerics.minibatch import sample_minibatch
 
 __all__ = ["${cls}"]
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from svibench.algorithm import resolve_init_method
-from svibench.minibatch import sample_minibatch
+from svibench.numerics.minibatch import sample_minibatch
 
 
 def test_minibatch_is_a_sorted_draw_without_replacement_on_the_generators_own_stream():

@@ -18,7 +18,7 @@ from svibench.models.bpfa import BPFA
 from svibench.models.gaussian_families import FullGaussian, MeanFieldGaussian
 from svibench.models.logreg import BayesianLogisticRegression
 from svibench.models.pmf import PoissonGammaMF
-from svibench.transforms import softplus_inv
+from svibench.numerics.transforms import softplus_inv
 from svibench.models.score_families import MeanFieldBernoulli, MeanFieldBeta, ProductFamily
 
 

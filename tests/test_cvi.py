@@ -15,7 +15,7 @@ from svibench.capabilities.latent_gaussian import (
 )
 from svibench.datasets.libsvm import australian, breast_cancer
 from svibench.models.logreg import BayesianLogisticRegression, logistic_loglik
-from svibench.quadrature import gauss_hermite, monte_carlo
+from svibench.numerics.quadrature import gauss_hermite, monte_carlo
 from svibench.testing.gaussian_latent import ConjugateLatentGaussian as _GaussianLatent
 
 

@@ -1,11 +1,11 @@
-"""The compiled inverse Gamma CDF and its shape derivative (svibench.gamma_inverse) against scipy."""
+"""The compiled inverse Gamma CDF and its shape derivative (svibench.numerics.gamma_inverse) against scipy."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from scipy.special import digamma, gammaincinv, gammaln
 
-from svibench import gamma_inverse
+from svibench.numerics import gamma_inverse
 from svibench.capabilities import mean_field
 from svibench.capabilities.mean_field import _inverse_cdf_scipy, gamma_draws
 

@@ -7,7 +7,7 @@ import scipy.optimize
 
 from svibench.algorithms.chol import Chol
 from svibench.datasets.libsvm import breast_cancer
-from svibench.lbfgs import LBFGS
+from svibench.numerics.lbfgs import LBFGS
 from svibench.models.logreg import BayesianLogisticRegression
 
 

@@ -9,7 +9,7 @@ from scipy.special import expit, log_expit
 from svibench.capabilities.latent_gaussian import expected_loglik
 from svibench.models.logistic_expectation import expected_log_sigmoid, expected_sigmoid, sigmoid_moments
 from svibench.models.logreg import BayesianLogisticRegression
-from svibench.quadrature import gauss_hermite
+from svibench.numerics.quadrature import gauss_hermite
 from svibench.data import Dataset
 
 MEANS = [-500.0, -50.0, -20.0, -5.0, -1.0, -0.5, 0.0, 0.5, 1.0, 5.0, 20.0, 50.0, 500.0]

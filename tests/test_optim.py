@@ -1,4 +1,4 @@
-"""svibench.optim: each optimiser's first two steps against numbers worked by hand."""
+"""svibench.numerics.optim: each optimiser's first two steps against numbers worked by hand."""
 from __future__ import annotations
 
 import pickle
@@ -6,8 +6,8 @@ import pickle
 import numpy as np
 import pytest
 
-from svibench.optim import OPTIMIZERS, SGD, AdaGrad, Adadelta, Adam, RMSprop, make_optimizer
-from svibench.schedules import constant
+from svibench.numerics.optim import OPTIMIZERS, SGD, AdaGrad, Adadelta, Adam, RMSprop, make_optimizer
+from svibench.numerics.schedules import constant
 
 G1, G2 = np.array([0.5, -2.0]), np.array([1.0, 1.0])
 

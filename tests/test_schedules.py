@@ -1,6 +1,6 @@
 import pytest
 
-from svibench.schedules import beta_from_w, make_schedule, robbins_monro
+from svibench.numerics.schedules import beta_from_w, make_schedule, robbins_monro
 
 
 def test_robbins_monro_values():

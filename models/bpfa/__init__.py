@@ -34,7 +34,7 @@ from svibench.capabilities import Globals, LocalApprox
 from svibench.capabilities.conjugate import ConjugatePosterior
 from svibench.data import Dataset
 from svibench.expfam import BetaNatural, GammaNatural, GaussianDiagNatural
-from svibench.minibatch import sample_minibatch
+from svibench.numerics.minibatch import sample_minibatch
 from svibench.datasets.images import assemble_patches
 from svibench.metrics import Metric, metric_table
 from svibench.model import Model

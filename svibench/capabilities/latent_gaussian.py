@@ -13,7 +13,7 @@ accurate E_q[log p(yₙ|ηₙ)] under q(ηₙ) = N(mₙ, vₙ) with its gradient
 mₙ and vₙ (``gaussian_expectation``; closed forms or quadrature designed for
 the likelihood).  :func:`expected_loglik` returns that expectation, or
 computes it from the derivatives by Monte Carlo or Gauss–Hermite (the same
-formula, :mod:`svibench.quadrature`), and
+formula, :mod:`svibench.numerics.quadrature`), and
 :func:`mean_parameter_gradients` turns them into gradients w.r.t. the mean
 parameters μ⁽¹⁾ = m, μ⁽²⁾ = v + m² (Khan & Lin 2017, App. B.1).
 
@@ -29,7 +29,7 @@ import scipy.linalg
 import scipy.sparse
 
 from ..errors import Diverged
-from ..quadrature import Rule
+from ..numerics.quadrature import Rule
 
 __all__ = [
     "LatentGaussian",
@@ -126,7 +126,7 @@ def expected_loglik(model: LatentGaussian, m: np.ndarray, v: np.ndarray, rule: R
     """E_q[log p(yₙ|ηₙ)] under q(ηₙ) = N(mₙ, vₙ), with gradients in mₙ and vₙ.
 
     With ``rule`` None (the ``"accurate"`` setting of
-    :func:`svibench.quadrature.expectation_rule`) this is the model's
+    :func:`svibench.numerics.quadrature.expectation_rule`) this is the model's
     ``gaussian_expectation``; otherwise it is computed with the rule from ``loglik``.
 
     With ηₙ = mₙ + √vₙ εₖ for the rule's nodes εₖ: ∂f/∂mₙ = E[∂ log p/∂η] (Bonnet).

@@ -41,7 +41,7 @@ from typing import Mapping, Protocol, runtime_checkable
 import numpy as np
 from scipy.special import digamma, gammainc, gammaincc, gammaincinv, gammaln
 
-from .. import gamma_inverse
+from ..numerics import gamma_inverse
 from ..expfam import GammaNatural
 from ..expfam.base import NaturalParametrization
 
@@ -147,7 +147,7 @@ def _inverse_cdf_scipy(alpha: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np
     ∂_α P is a central difference of ``scipy.special.gammainc`` (of ``gammaincc``
     where u > ``UPPER_TAIL``: there P ≈ 1 and only Q = 1 − P keeps its relative
     accuracy), with step 10⁻⁵·min(α, √α): relative error below 10⁻⁸ for the
-    shapes met here.  ~3× slower than :mod:`svibench.gamma_inverse`, which the
+    shapes met here.  ~3× slower than :mod:`svibench.numerics.gamma_inverse`, which the
     tests check against it.
     """
     tiny = np.finfo(float).tiny
@@ -181,7 +181,7 @@ def gamma_draws(shape: np.ndarray, rate: np.ndarray, u: np.ndarray) -> GammaDraw
     z̃ = P⁻¹(α, u) with P the regularised lower incomplete gamma function,
     z = z̃/β.  Holding u fixed, dz̃/dα = −∂_α P(α, z̃) / p(z̃; α) (implicit
     reparameterisation; Figurnov et al. 2018, eq. 6), computed by the compiled
-    kernel of :mod:`svibench.gamma_inverse` (scipy without numba).  This is the
+    kernel of :mod:`svibench.numerics.gamma_inverse` (scipy without numba).  This is the
     exact reparameterisation gradient (the quantity Knowles 2015 approximates),
     to ~10⁻¹² relative.
 

@@ -9,7 +9,7 @@ Each optimiser is a frozen dataclass holding its hyperparameters, with
 State is a tuple of arrays (and the step count t), so an algorithm holding it pickles.
 The optimisers, with t = 1, 2, ... counting updates:
 
-* :class:`SGD` — delta = α ρₜ g, ρₜ a schedule of :mod:`svibench.schedules` (default
+* :class:`SGD` — delta = α ρₜ g, ρₜ a schedule of :mod:`svibench.numerics.schedules` (default
   Robbins–Monro ρₜ = (t + 1)^(−0.75)).
 * :class:`AdaGrad` — Gₜ = Gₜ₋₁ + g², delta = α g / (√Gₜ + ε) (Duchi, Hazan & Singer 2011;
   the step BBVI uses, Ranganath et al. 2014, §3.3).
