@@ -78,7 +78,7 @@ from svibench.metrics import Metric, metric_table
 from svibench.model import IncompatibleData, Model
 
 from .gamma_family import MeanFieldGamma
-from .poisson_counts import CountChain, Nonzeros, WeightMoments, column_locals, count_sweep
+from .poisson_counts import CountChain, Nonzeros, WeightMoments, column_locals, count_sweep, new_column_locals
 
 __all__ = ["PoissonGammaMF", "CHUNK_BYTES", "COLUMN_BLOCK"]
 
@@ -161,15 +161,15 @@ class PoissonGammaMF(Model):
         self.nonzeros = Nonzeros(self.X, self.mask)
         self.test_columns = self._new_columns(data.test)
 
-    def _new_columns(self, test: dict) -> Nonzeros | None:
-        """The test images' nonzeros when ``test`` holds new columns (``X`` of V rows and no ``mask``), else None."""
+    def _new_columns(self, test: dict) -> np.ndarray | None:
+        """The test images X (V, M) when ``test`` holds new columns (``X`` of V rows and no ``mask``), else None."""
         X = test.get("X")
         if X is None or "mask" in test:
             return None
         if X.ndim != 2 or X.shape[0] != self.V:
             raise IncompatibleData(f"pmf: test['X'] of new columns must have the train matrix's {self.V} rows, got shape {X.shape}")
         _check_counts(X, self.data.name, "test entries")
-        return Nonzeros(X, np.ones(X.shape))
+        return X
 
     @property
     def n_train(self) -> int:
@@ -365,9 +365,9 @@ class PoissonGammaMF(Model):
         out = {"recon_loss_fit": _recon_loss(self.X[observed], mean_rate[observed])}
         test = self.data.test
         if self.test_columns is not None:
-            view = WeightMoments(*_log_and_mean(W))
-            approx = LocalApprox(inner_iterations=self.test_iterations)
-            Z = self._fit_columns(view, self.test_columns, np.ones(test["X"].shape), approx)
+            alpha, beta = new_column_locals(WeightMoments(*_log_and_mean(W)), test["X"], self.hyper[2], self.hyper[3],
+                                            self.test_iterations, LocalApprox.inner_tol)
+            Z = GammaNatural.from_shape_rate(alpha, beta)
             held, mean_rate = np.ones(test["X"].shape, bool), _mean(W) @ _mean(Z).T
         else:
             held = test.get("mask")

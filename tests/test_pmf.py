@@ -195,3 +195,19 @@ def test_usps_counts_reads_the_checksummed_file_and_holds_out_entries():
     assert np.all(X[~mask] == 0) and np.array_equal(data.test["mask"], ~mask)
     assert 0.05 < data.test["mask"].mean() < 0.15
     assert np.array_equal(data.test["X"][mask], X[mask])
+
+
+def test_new_column_locals_reach_column_locals_fixed_point_in_matrix_form():
+    """The dense form scores test images; it must give the sparse coordinate ascent's q(z_j)."""
+    from svibench.models.poisson_counts import Nonzeros, WeightMoments, column_locals, new_column_locals
+
+    rng = np.random.default_rng(0)
+    X = rng.poisson(1.0, size=(15, 9)).astype(float)
+    shape, rate = rng.uniform(0.05, 3.0, size=(15, 4)), rng.uniform(0.5, 2.0, size=(15, 4))
+    from scipy.special import digamma
+    view = WeightMoments(digamma(shape) - np.log(rate), shape / rate)
+    for iterations, tol in ((1, 0.0), (7, 0.0), (200, 1e-3)):
+        a, b, _ = column_locals(view, Nonzeros(X, np.ones(X.shape)), np.ones(X.shape), np.arange(9), 0.1, 0.1, iterations, tol)
+        a2, b2 = new_column_locals(view, X, 0.1, 0.1, iterations, tol)
+        np.testing.assert_allclose(a2, a, rtol=1e-10)
+        np.testing.assert_allclose(b2, b, rtol=1e-12)
