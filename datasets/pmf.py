@@ -57,7 +57,8 @@ def _pick(rng: np.random.Generator, total: int, n: int, what: str) -> np.ndarray
 
 
 @dataset("mnist", kind="count-matrix",
-         description="MNIST digits, official 60,000/10,000 split, as count matrices (pixels × images; binarised by default)")
+         description="MNIST digits, official 60,000/10,000 split, as count matrices (pixels × images; binarised by default)",
+         files=tuple(f for pair in MNIST_FILES.values() for f in pair))
 def mnist(*, n_train: int = 60_000, n_test: int = 10_000, levels: int = 2, seed: int = 0) -> Dataset:
     """MNIST as the paper's PMF problem: train X (784, n_train) and test X (784, n_test), both counts.
 
@@ -82,7 +83,8 @@ def mnist(*, n_train: int = 60_000, n_test: int = 10_000, levels: int = 2, seed:
                                    "seed": seed, "split": "MNIST's official train/test split; test images are new columns"})
 
 
-@dataset("usps-counts", kind="count-matrix", description="USPS digits, pixels quantised to counts 0-15 (stand-in for MNIST)")
+@dataset("usps-counts", kind="count-matrix", description="USPS digits, pixels quantised to counts 0-15 (stand-in for MNIST)",
+         files=(USPS_ALL,))
 def usps_counts(*, n_images: int = 1000, levels: int = 16, heldout: float = 0.1, seed: int = 0) -> Dataset:
     """A (256, n_images) count matrix of USPS digits with a random 10 % of entries held out.
 
