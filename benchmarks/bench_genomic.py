@@ -23,7 +23,7 @@ SETTINGS = {
     "mimno-svi": {**COMMON, "burnin": 3, "samples": 3},
     "gibbs-ssvi": {**COMMON, "burnin": 3, "samples": 3},
 }
-WARMUP = 50
+WARMUP = 30
 _MODEL = []
 
 

@@ -2,26 +2,29 @@
 tracemalloc), and a K that cannot fit is refused before any run, in one line, with the estimate."""
 from __future__ import annotations
 
-import textwrap
 import tomllib
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from svibench import memory
 from svibench.cli import main
+from svibench.data import data_dir
+from svibench.datasets import cytof
 from svibench.executors import run_local
 from svibench.memory import MemoryBudgetError, algorithm_settings, run_budget
 from svibench.model import evaluate_posterior
 from svibench.problem import build_model
 from svibench.registry import get_registry
 from svibench.spec import ProblemSpec
-from svibench.study import parse_study
+from svibench.study import load_study, parse_study
 from svibench.sweep import run_study
 
 DATA = {"n": 1500, "dim": 12, "features": 10, "heldout": 0.1, "seed": 0}
 MODEL = {"features": 40, "predictive_samples": 3, "eval_chunk": 400, "init_rows": 200, "init_sweeps": 2}
+REPORTS = Path(__file__).resolve().parent.parent / "reports"
 SVI = {"batch_size": 300, "burnin": 2, "samples": 3, "inner_iterations": 5, "t0": 1.0, "kappa": 0.75}
 
 
@@ -111,3 +114,22 @@ def test_without_a_limit_the_available_memory_is_shared_by_the_workers(monkeypat
     monkeypatch.setattr(memory, "available_bytes", lambda: 8 * 2**30)
     assert run_budget(None, 4) == (2 * 2**30, "8 GiB available on this machine / 4 workers")
     assert run_budget(3 * 2**30, 4) == (3 * 2**30, "--memory-limit 3 GiB per worker")
+
+
+@pytest.mark.skipif(not all((data_dir() / f.path).exists() for f in cytof.FILES.values()),
+                    reason="the CyTOF files are not in the data directory")
+def test_the_genomic_study_at_paper_scale_fits_one_gib_per_run_and_not_a_tenth(tmp_path):
+    """K = 500 on all 172,791 cells: checked before any run; the executor is reached only when it fits."""
+    study = load_study(REPORTS / "shah2015-genomic" / "study.toml", scale="paper")
+    assert {r.problem.model_params["features"] for r in study.runs} == {500}
+    reached = []
+
+    def executor(runs, on_progress):
+        reached.append(len(runs))
+        return iter(())
+
+    with pytest.raises(MemoryBudgetError, match=r"'features': 500.*needs an estimated 0\.\d+ GiB"):
+        run_study(study, tmp_path / "small", executor, progress=False, memory_limit=2**30 // 10)
+    assert reached == []
+    run_study(study, tmp_path / "fits", executor, progress=False, memory_limit=2**30)
+    assert reached == [len(study.runs)]
