@@ -16,7 +16,7 @@ from .data import Dataset
 from .registry import get_registry
 from .spec import RunSpec
 
-__all__ = ["MemoryBudgetError", "available_bytes", "run_budget", "algorithm_settings", "check_memory"]
+__all__ = ["MemoryBudgetError", "available_bytes", "run_budget", "algorithm_settings", "over_budget", "refuse"]
 
 GIB = 2**30
 
@@ -62,22 +62,27 @@ def algorithm_settings(name: str, params: dict[str, Any], plugins: tuple[str, ..
     return {**defaults, **entry.fixed, **params}
 
 
-def check_memory(runs: Sequence[RunSpec], data: Dataset, budget: int | None, where: str) -> None:
-    """Raise :class:`MemoryBudgetError` if a run of ``runs`` (all on one problem, whose dataset is ``data``)
-    needs more than ``budget`` bytes by its model's estimate; the message names the largest such run."""
+def over_budget(runs: Sequence[RunSpec], data: Dataset, budget: int | None) -> list[tuple[int, RunSpec]]:
+    """(estimated bytes, run) of every run of ``runs`` (all on one problem, whose dataset is ``data``) whose
+    model estimates more than ``budget`` bytes (none when ``budget`` is None)."""
     if budget is None or not runs:
-        return
+        return []
     model_cls = get_registry(runs[0].plugins).model(runs[0].problem.model)
     over = []
     for run in runs:
-        need = model_cls.memory_bytes(data, run.problem.model_params, algorithm_settings(run.algorithm, run.params, run.plugins))
+        settings = algorithm_settings(run.algorithm, run.params, run.plugins)
+        need = model_cls.memory_bytes(data, run.problem.model_params, settings)
         if need is not None and need > budget:
             over.append((need, run))
-    if over:
-        need, run = max(over, key=lambda item: item[0])
-        more = f" (and {len(over) - 1} more run(s))" if len(over) > 1 else ""
-        raise MemoryBudgetError(
-            f"nothing was run: {run.label} on {run.problem.name} with {run.problem.model_params} needs an estimated "
-            f"{need / GIB:.3g} GiB, more than the {budget / GIB:.3g} GiB one run may use ({where}){more}; "
-            "lower the model's size (e.g. features) or the rows per step at this scale, use fewer --workers, "
-            "or raise --memory-limit")
+    return over
+
+
+def refuse(over: list[tuple[int, RunSpec]], budget: int, where: str) -> None:
+    """Raise :class:`MemoryBudgetError` naming the largest of the runs ``over`` the budget, in one line."""
+    need, run = max(over, key=lambda item: item[0])
+    more = f" (and {len(over) - 1} more run(s))" if len(over) > 1 else ""
+    raise MemoryBudgetError(
+        f"nothing was run: {run.label} on {run.problem.name} with {run.problem.model_params} needs an estimated "
+        f"{need / GIB:.3g} GiB, more than the {budget / GIB:.3g} GiB one run may use ({where}){more}; "
+        "lower the model's size (e.g. features) or the rows per step at this scale, use fewer --workers, "
+        "or raise --memory-limit")

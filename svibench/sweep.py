@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from .data import DataError, DatasetUnavailable, data_dir
 from .executors import Executor
-from .memory import check_memory, run_budget
+from .memory import over_budget, refuse, run_budget
 from .problem import load_dataset
 from .progress import Progress
 from .registry import get_registry
@@ -168,9 +168,10 @@ def check_data(runs: Sequence[RunSpec], budget: tuple[int | None, str] = (None, 
     by_problem: dict[str, list[RunSpec]] = {}
     for run in runs:
         by_problem.setdefault(run.problem.key(), []).append(run)
-    for group in by_problem.values():
-        data = loaded[(group[0].problem.dataset, canonical_json(group[0].problem.dataset_params))]
-        check_memory(group, data, *budget)
+    over = [item for group in by_problem.values() for item in over_budget(
+        group, loaded[(group[0].problem.dataset, canonical_json(group[0].problem.dataset_params))], budget[0])]
+    if over:
+        refuse(over, *budget)
 
 
 def run_study(
