@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .data import DataError
 from .executors import Executor, ExecutorError, dask_slots, run_dask, run_local
+from .memory import MemoryBudgetError
 from .registry import RegistryError, get_registry
 from .results import ResultsError
 from .study import StudyError, load_study
@@ -130,6 +131,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             progress=False if args.quiet else None,
             execution={"executor": args.executor, "parallel_workers": workers if len(study.runs) > 1 else 1,
                        **({"scheduler": args.address} if args.address else {})},
+            memory_limit=int(args.memory_limit * 2**30) if args.memory_limit else None,
         )
     except KeyboardInterrupt:
         print(f"\ninterrupted: the finished runs are saved in {out}; run the same command again to resume "
@@ -254,7 +256,9 @@ def _add_run(sub) -> None:
                    "(default: start a LocalCluster)")
     p.add_argument("--retries", type=int, default=1, help="restarts of a run whose worker died (default 1)")
     p.add_argument("--memory-limit", type=float, default=0, metavar="GiB",
-                   help="local executor: address-space limit per worker process (a run over it ends failed)")
+                   help="address-space limit per local worker process, or memory limit per Dask LocalCluster worker "
+                        "(a run over it ends failed); "
+                        "a run whose model estimates more memory than this is refused before any run")
     p.add_argument("--scale", default="default", help="a [scales.NAME] of the study, e.g. 'paper'")
     p.add_argument("--no-resume", action="store_true", help="make every run again even if it is on disk")
     p.add_argument("--keep-failed", action="store_true", help="when resuming, do not retry failed/timed-out runs")
@@ -321,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (StudyError, RegistryError, DataError, ResultsError, SweepError, ExecutorError, CliError) as exc:
+    except (StudyError, RegistryError, DataError, ResultsError, SweepError, ExecutorError, MemoryBudgetError,
+            CliError) as exc:
         print(f"svibench: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (`svibench list | head`): no traceback, as Python's docs advise

@@ -57,6 +57,14 @@ class Model:
         """Number of training data points (the ``N`` of the epoch count)."""
         raise NotImplementedError
 
+    @classmethod
+    def memory_bytes(cls, data: Dataset, params: dict[str, Any], algorithm: dict[str, Any]) -> int | None:
+        """An upper estimate of the peak bytes of one run of this model, with model parameters ``params``,
+        on ``data`` (already loaded) under an algorithm with hyperparameters ``algorithm`` (all of them,
+        defaults included); None (the default): no estimate, the run is not checked.  The sweep refuses a
+        run whose estimate exceeds the memory one run may use, before any run (:mod:`svibench.memory`)."""
+        return None
+
     def metric_info(self) -> dict[str, Metric]:
         """What each metric means on this model bound to its data: the class's ``metrics``.
 

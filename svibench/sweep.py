@@ -7,10 +7,11 @@ import json
 from dataclasses import dataclass, field
 from importlib.metadata import packages_distributions, version
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from .data import DataError, DatasetUnavailable, data_dir
 from .executors import Executor
+from .memory import over_budget, refuse, run_budget
 from .problem import load_dataset
 from .progress import Progress
 from .registry import get_registry
@@ -125,10 +126,12 @@ def _refuse_changed_study(old: dict, study: Study, folder: Path) -> None:
                      "use another -o folder, or --force to keep the old runs and add the new ones")
 
 
-def check_data(runs: Sequence[RunSpec]) -> None:
-    """Load every dataset ``runs`` need once, before any run starts.
+def check_data(runs: Sequence[RunSpec], budget: tuple[int | None, str] = (None, "")) -> None:
+    """Load every dataset ``runs`` need once, before any run starts, and check each run's memory.
 
-    Loading verifies each real data file against its SHA-256 checksum.
+    Loading verifies each real data file against its SHA-256 checksum.  ``budget`` is the bytes one
+    run may use and where that number comes from (:func:`svibench.memory.run_budget`); a run whose
+    model estimates more (:meth:`~svibench.model.Model.memory_bytes`) is refused.
 
     Raises
     ------
@@ -139,16 +142,18 @@ def check_data(runs: Sequence[RunSpec]) -> None:
         corrupt or malformed (NaN, wrong shape), or whose loader rejects its
         parameters: a sweep must not spend hours recording the same error in
         every run.
+    MemoryBudgetError
+        A run would need more memory than ``budget`` (one line with the estimate).
     """
-    seen: set[tuple[str, str]] = set()
+    loaded: dict[tuple[str, str], Any] = {}
     problems: list[str] = []
     for run in runs:
         key = (run.problem.dataset, canonical_json(run.problem.dataset_params))
-        if key in seen:
+        if key in loaded:
             continue
-        seen.add(key)
+        loaded[key] = None
         try:
-            load_dataset(run.problem, run.plugins)
+            loaded[key] = load_dataset(run.problem, run.plugins)
         except DatasetUnavailable as exc:
             problems.append(f"{run.problem.name}: dataset {run.problem.dataset!r} is not available "
                             f"(data directory {data_dir()}): {exc}")
@@ -160,6 +165,13 @@ def check_data(runs: Sequence[RunSpec]) -> None:
     if problems:
         raise DataError("nothing was run; these problems' data cannot be loaded (provide the data, or remove "
                         "the problem from the study):\n  " + "\n  ".join(problems))
+    by_problem: dict[str, list[RunSpec]] = {}
+    for run in runs:
+        by_problem.setdefault(run.problem.key(), []).append(run)
+    over = [item for group in by_problem.values() for item in over_budget(
+        group, loaded[(group[0].problem.dataset, canonical_json(group[0].problem.dataset_params))], budget[0])]
+    if over:
+        refuse(over, *budget)
 
 
 def run_study(
@@ -172,6 +184,7 @@ def run_study(
     force: bool = False,
     progress: bool | None = None,
     execution: dict | None = None,
+    memory_limit: int | None = None,
 ) -> SweepResult:
     """Run what is missing of ``study`` into ``out`` with ``executor``.
 
@@ -186,6 +199,10 @@ def run_study(
     execution : dict, optional
         How the runs execute (``executor``, ``parallel_workers``), kept in the
         manifest and the results' attributes: parallel timings are not serial timings.
+    memory_limit : int, optional
+        Bytes one run may use (``--memory-limit``); default: the memory available on this
+        machine shared by ``parallel_workers``.  A run whose model estimates more is refused
+        before any run (:mod:`svibench.memory`).
     """
     execution = dict(execution or {})
     if execution.get("parallel_workers", 1) > 1:
@@ -209,7 +226,7 @@ def run_study(
             result.statuses[run.run_id] = status
         else:
             todo.append(run)
-    check_data(todo)
+    check_data(todo, run_budget(memory_limit, execution.get("parallel_workers", 1)))
     where_from = origins(study)
     # The claims the kept runs were made for stay frozen; only a sweep that keeps no run freezes the study's own.
     claims = old.get("claims") if result.reused else frozen_claims(study.raw)

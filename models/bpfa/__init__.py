@@ -25,6 +25,7 @@ patch geometry and the standardisation (``offset``, ``scale``).
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import replace
 from typing import ClassVar
 
@@ -39,7 +40,7 @@ from svibench.datasets.images import assemble_patches
 from svibench.metrics import Metric, metric_table
 from svibench.model import Model
 
-from . import evaluation, joint
+from . import evaluation, joint, memory
 from .chain import ChainState, point_view, sample_globals, sweep_locals
 from .local import LOCAL_STARTS, LOCALS, GlobalMoments, LocalMoments
 from .stats import global_statistics
@@ -123,6 +124,14 @@ class BPFA(Model):
     @property
     def n_train(self) -> int:
         return self.Y.shape[0]
+
+    @classmethod
+    def memory_bytes(cls, data: Dataset, params: dict, algorithm: dict) -> int:
+        """Peak bytes of one run, an upper estimate from N, D, K and the rows a step and an evaluation chunk
+        hold (``models.bpfa.memory``)."""
+        defaults = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()
+                    if p.default is not inspect.Parameter.empty}
+        return memory.run_bytes(data, params, algorithm, defaults)
 
     def metric_info(self) -> dict[str, Metric]:
         """The class's table, with ``psnr_fit`` a fair ranking key where the observed pixels carry no noise
