@@ -16,6 +16,17 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
 
+#: Test folders by layer; everything under integration/ (sweeps, the CLI end to end, Dask, asv) is marked slow.
+SLOW_FOLDERS = ("integration",)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the slow layer: ``pytest -m 'not slow'`` skips it locally; CI runs everything."""
+    for item in items:
+        if any(folder in Path(str(item.path)).relative_to(HERE).parts[:1] for folder in SLOW_FOLDERS):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def faulty_plugin() -> str:
     """Path of the plugin file with deliberately failing/diverging/slow test algorithms."""

@@ -27,7 +27,7 @@ blocked Gibbs step), reorganised for speed without changing the maths:
   the reference consumes, so a seed fixes the trajectory on both paths.
 
 Results agree with the reference to rounding (dot products are summed in
-another order); ``tests/test_kernels.py`` checks this with masks.
+another order); ``tests/models/test_bpfa_kernels.py`` checks this with masks.
 
 ``AVAILABLE`` is False when numba does not import; callers then use the
 reference.  Inputs are float64, C-contiguous; arrays are updated in place.

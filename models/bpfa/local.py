@@ -408,7 +408,7 @@ def mean_field(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweeps: in
     w-step is the full slab update and the sweep fits features one after another; or
     ``"prior"``, θ_ik = exp(E[log π_k]) — q(z) at (about) its prior, so the first w-step is
     shrunk by θ (m = θb/κ) and a feature turns on only on strong evidence: rows end sparser.
-    Neither start is better everywhere (``tests/test_bpfa_locals.py``, the shah2015 studies).
+    Neither start is better everywhere (``tests/models/test_bpfa_locals.py``, the shah2015 studies).
     """
     return _coordinate_ascent(view, Y, M, FACTOR_KINDS["mf"], max_sweeps, tol, kernel, start)
 

@@ -9,7 +9,7 @@ joint of (w, g, h) is therefore the joint of (w, θ, β) times the totals' own
 Gamma densities, and every ELBO of a q(g, h) is a lower bound on the same log p(w)
 that the SVI family's ELBO bounds, so the two compare.
 
-Gradients (checked against finite differences in ``tests/test_lda.py``): with
+Gradients (checked against finite differences in ``tests/models/test_lda.py``): with
 r_dv = Σ_k θ_dk β_kv, A_dk = Σ_v n_dv β_kv / r_dv and B_kv = Σ_d n_dv θ_dk / r_dv,
 
     ∂ log p(w | θ, β) / ∂g_dk = (A_dk − Σ_j θ_dj A_dj) / Σ_j g_dj,

@@ -1,7 +1,7 @@
 """Compiled (numba) loops of LDA's local steps and of the collapsed Gibbs sampler.
 
 Each is the same computation as its plain-Python reference in
-``models.lda.reference`` (``tests/test_lda.py`` checks them against each other):
+``models.lda.reference`` (``tests/models/test_lda.py`` checks them against each other):
 
 * :func:`mf_documents` — Hoffman, Blei & Bach (2010)'s per-document coordinate
   ascent (their Algorithm 2, ``onlineldavb.py``'s ``do_e_step``), each document

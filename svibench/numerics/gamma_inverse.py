@@ -23,7 +23,7 @@ Method (Numerical Recipes, 3rd ed., §6.2.1 and §6.2.2):
   the new x to first order.  Typically two evaluations of P or Q per draw,
   ~0.3 µs (asv ``bench_gamma``).
 
-``tests/test_gamma_inverse.py`` checks both outputs against scipy
+``tests/core/test_gamma_inverse.py`` checks both outputs against scipy
 (``gammaincinv`` and differences of ``gammainc``) over shapes 10⁻³–10⁴ and
 both tails.  ``AVAILABLE`` is False when numba does not import; callers then
 use scipy.

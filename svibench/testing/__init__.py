@@ -3,7 +3,7 @@
 Each check is a small standalone function ``check_<property>(subject)`` that
 raises :class:`CheckFailed` with what is wrong (or :class:`CheckSkipped` with
 why it does not apply).  The same checks run on every built-in algorithm in CI
-(``tests/test_conformance.py``) and on plugins, three ways::
+(``tests/algorithms/test_conformance.py``) and on plugins, three ways::
 
     check_algorithm("damped-vmp", known_failures={"check_picklable": "holds a lock"})
 

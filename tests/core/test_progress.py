@@ -71,7 +71,8 @@ def test_the_bar_is_silent_when_not_a_terminal_and_throttles_redraws():
     assert stream.getvalue().count("\r") == 2  # the end of a run is always drawn
 
 @pytest.mark.parametrize("executor", [partial(run_local, workers=1), partial(run_local, workers=2),
-                                      partial(run_dask, workers=1)], ids=["in-process", "local-workers", "dask"])
+                                      pytest.param(partial(run_dask, workers=1), marks=pytest.mark.slow)],
+                         ids=["in-process", "local-workers", "dask"])
 def test_every_executor_reports_within_a_run_and_at_its_end(executor):
     spec = _spec(Budget(seconds=1.5))  # algorithm seconds: several reports 0.25 s apart
     events = []

@@ -35,7 +35,7 @@ from svibench.sweep import run_study
 from svibench.testing import check_algorithm
 from svibench.verdicts import Evidence
 
-REPORTS = Path(__file__).resolve().parent.parent / "reports"
+REPORTS = Path(__file__).resolve().parents[2] / "reports"
 BUILTIN_MODELS = sorted((name, cls) for name, (cls, source) in get_registry().models.items() if source.startswith("built-in"))
 
 

@@ -296,7 +296,7 @@ def test_cli_report_and_run_write_the_report_and_no_report_turns_it_off(results,
     assert (tmp_path / "r" / "index.html").exists() and (tmp_path / "r" / "summary.md").exists()
     study = tmp_path / "s" / "study.toml"
     study.parent.mkdir()
-    study.write_text((Path(__file__).parent / "studies" / "one-vmp-run.toml").read_text())
+    study.write_text((Path(__file__).parents[1] / "studies" / "one-vmp-run.toml").read_text())
     assert main(["run", str(study), "--workers", "1", "-q"]) == 0
     # a user's run writes beside its (ignored) results, never over the committed report beside the study file
     assert (study.parent / "results" / "report" / "index.html").exists() and not (study.parent / "index.html").exists()

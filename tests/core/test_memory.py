@@ -24,7 +24,7 @@ from svibench.sweep import run_study
 
 DATA = {"n": 1500, "dim": 12, "features": 10, "heldout": 0.1, "seed": 0}
 MODEL = {"features": 40, "predictive_samples": 3, "eval_chunk": 400, "init_rows": 200, "init_sweeps": 2}
-REPORTS = Path(__file__).resolve().parent.parent / "reports"
+REPORTS = Path(__file__).resolve().parents[2] / "reports"
 SVI = {"batch_size": 300, "burnin": 2, "samples": 3, "inner_iterations": 5, "t0": 1.0, "kappa": 0.75}
 
 

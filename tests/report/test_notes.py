@@ -85,8 +85,8 @@ def test_a_bad_placeholder_or_tag_is_a_one_line_error(text, match):
     assert "\n" not in str(err.value)
 
 
-REPORTS = Path(__file__).resolve().parent.parent / "reports"
-STUDY = (Path(__file__).parent / "studies" / "one-vmp-run.toml").read_text().replace("seeds = [0]", "seeds = [0, 1]")
+REPORTS = Path(__file__).resolve().parents[2] / "reports"
+STUDY = (Path(__file__).parents[1] / "studies" / "one-vmp-run.toml").read_text().replace("seeds = [0]", "seeds = [0, 1]")
 
 
 def claim(note: str) -> str:

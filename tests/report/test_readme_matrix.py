@@ -6,7 +6,7 @@ from pathlib import Path
 
 from svibench.cli import main
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_the_readme_matrix_is_what_svibench_list_prints(capsys):

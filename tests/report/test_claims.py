@@ -71,7 +71,7 @@ def test_unconverged_marker_flags_a_run_still_moving_at_the_end():
     assert "†" not in settled.rows[0][4] and "unconverged" not in settled.note
 
 
-STUDY = (Path(__file__).parent / "studies" / "one-vmp-run.toml").read_text() + """
+STUDY = (Path(__file__).parents[1] / "studies" / "one-vmp-run.toml").read_text() + """
 [[paper]]
 problem = "gmm/gmm-synthetic"
 algorithm = "VMP"
@@ -180,6 +180,7 @@ def test_the_index_lists_every_study_with_its_claims_and_verdicts(tmp_path):
     assert "Paper claims: 1 partly, 1 not run. Project targets (not counted as claims): 1 reproduced." in html.read_text()
 
 
+@pytest.mark.slow
 def test_regenerate_at_a_scale_writes_its_own_report_folder_on_dask_and_the_index_lists_both(tmp_path, committed_study):
     from svibench.regenerate import regenerate
 

@@ -27,7 +27,7 @@ better = ["VMP"]
 worse = ["VMP"]
 note = "A claim that holds by construction."
 """
-STUDY = (Path(__file__).parent / "studies" / "one-vmp-run.toml").read_text() + CLAIM
+STUDY = (Path(__file__).parents[1] / "studies" / "one-vmp-run.toml").read_text() + CLAIM
 EDITED = STUDY.replace('note = "A claim', 'margin = 1.0\nnote = "An edited claim')
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from svibench.results import open_results
 
-GUIDE = Path(__file__).resolve().parents[1] / "docs" / "writing-an-algorithm.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "writing-an-algorithm.md"
 STEP = re.compile(r"<!-- file: (?P<file>\S+) -->\n```\w*\n(?P<text>.*?)```|```console\n(?P<console>.*?)```", re.S)
 
 

@@ -94,7 +94,7 @@ def test_every_builtin_algorithm_says_what_a_step_is():
 
     from svibench.registry import get_registry
 
-    text = (Path(__file__).resolve().parent.parent / "docs" / "steps.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "steps.md").read_text()
     rows = {line.split("|")[1].strip().split(" ")[0].strip("`") for line in text.splitlines() if line.startswith("| `")}
     builtins = {name for name, entry in get_registry().algorithms.items() if entry.source.startswith("built-in")}
     assert builtins <= rows, f"docs/steps.md lacks {sorted(builtins - rows)}"
