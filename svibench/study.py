@@ -251,7 +251,7 @@ def parse_study(
     every_problem, budgets = _parse_problems(raw.get("problem"), overrides, registry, raw.get("budget", {}))
     problems = _scale_problems(every_problem, overrides.get("problems"))
     runs, skipped = [], []
-    for point in _parse_algorithms(raw.get("algorithm"), overrides, registry, problems):
+    for point in _parse_algorithms(raw.get("algorithm"), overrides, registry, every_problem):
         for problem in problems:
             if not point.runs_on(problem):
                 continue  # the study asks for this entry on other models or problems only
@@ -514,7 +514,7 @@ def _parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]], problems: li
     """``[[claim]]``, ``[[target]]`` and ``[[reference]]``: shape, links to ``[[paper]]``, every name they use
     exists, a faster claim has a target, and every note passes :func:`svibench.report.notes.check_note`."""
     try:
-        claims = _at_scale(parse_claims(raw, paper), paper, problems, every_problem, scale)
+        claims = _at_scale(parse_claims(raw, paper), paper, problems, every_problem, scale, runs)
         references = [r for r in parse_references(raw.get("reference", [])) if r.problem not in _left_out(problems, every_problem)]
         check_names(claims, references, {p.name: p.base for p in problems}, {r.label: r.method for r in runs},
                     metrics | set(DERIVED))
@@ -537,13 +537,19 @@ def _left_out(problems: list[ProblemSpec], every_problem: list[ProblemSpec]) -> 
 
 
 def _at_scale(claims: list[Claim], paper: list[dict[str, Any]], problems: list[ProblemSpec], every_problem: list[ProblemSpec],
-              scale: str) -> list[Claim]:
-    """Claims at a scale that runs some problems only: a claim naming only left-out problems is not run (the reason
-    says so), one naming some keeps the others.  A value claim's problems are those of its [[paper]] rows."""
+              scale: str, runs: list[RunSpec]) -> list[Claim]:
+    """Claims at a scale that runs some problems only: a claim naming only left-out problems, or a method that runs
+    only on them, is not run (the reason says so); one naming some problems keeps the others.  A value claim's
+    problems are those of its [[paper]] rows."""
     out, left_out = [], _left_out(problems, every_problem)
+    present = {r.method for r in runs} | {r.label for r in runs}
     for c in claims:
         named = set(c.problems) or ({r["problem"] for r in paper if r.get("claim") == c.id} if c.kind == "value" else set())
-        if c.not_run or not named or not named & left_out:
+        absent = [m for m in (*c.better, *c.worse, *c.methods) if m not in present]
+        if left_out and absent and not c.not_run:
+            out.append(replace(c, not_run=f"not run at the {scale} scale: {', '.join(absent)} run(s) only on problems "
+                                          "outside the scale's problems = [...]"))
+        elif c.not_run or not named or not named & left_out:
             out.append(c)
         elif named <= left_out:
             out.append(replace(c, not_run=f"not run at the {scale} scale: its problems ({', '.join(sorted(named))}) are "

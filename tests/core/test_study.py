@@ -99,6 +99,11 @@ def test_a_scale_can_run_some_problems_and_their_claims_only(tmp_path):
     claims = {c.id: c for c in study.claims}
     assert "not run at the paper scale" in claims["on-big"].not_run and "gmm/big" in claims["on-big"].not_run
     assert not claims["on-both"].not_run and claims["on-both"].problems == ("gmm/gmm-synthetic",)
+    restricted = TWO_PROBLEMS.replace('[[algorithm]]\nname = "vmp"', '[[algorithm]]\nname = "vmp"\nproblems = ["gmm/big"]')
+    assert {(r.label, r.problem.base) for r in load_study(write(tmp_path, restricted), scale="paper").runs} == {
+        ("SVI (kappa=0.6)", "gmm/gmm-synthetic"), ("SVI (kappa=0.9)", "gmm/gmm-synthetic")}  # an entry of left-out problems
+    on_both = next(c for c in load_study(write(tmp_path, restricted), scale="paper").claims if c.id == "on-both")
+    assert on_both.not_run.startswith("not run at the paper scale: VMP run(s) only on problems outside")
     with pytest.raises(StudyError, match="no \\[\\[problem\\]\\] named 'gmm/huge'; the study's problems: gmm/gmm-synthetic, gmm/big"):
         load_study(write(tmp_path, TWO_PROBLEMS.replace('problems = ["gmm/gmm-synthetic"]\n', 'problems = ["gmm/huge"]\n')),
                    scale="paper")
