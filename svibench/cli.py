@@ -28,7 +28,7 @@ def _cmd_describe(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    reg = get_registry(_plugins(args.plugin))
+    reg = get_registry(tuple(str(Path(p).resolve()) for p in args.plugin))  # a plugin that fails is listed with why
     if args.params:
         from .describe import describe_all
 
