@@ -93,6 +93,16 @@ class Algorithm:
         """One iteration.  Returns the number of data points it touched (for epochs)."""
         raise NotImplementedError
 
+    #: Whether :meth:`advance` runs several steps faster than as many :meth:`step` calls (a fused,
+    #: compiled loop); only then does the runner hand it more than one step at a time.
+    fused: ClassVar[bool] = False
+
+    def advance(self, n: int) -> int:
+        """``n`` iterations at once, exactly as ``n`` calls of :meth:`step` (same draws, same state);
+        returns the data points they touched.  The runner calls it between checkpoints when
+        :attr:`fused` is set; an override fuses the loop (e.g. ``lax.fori_loop``, numba)."""
+        return sum(self.step() for _ in range(n))
+
     def posterior(self) -> Any:
         """The current variational posterior, in the form the model's ``evaluate`` takes (the type
         the capability module of ``requires`` names, e.g. ``ConjugatePosterior``; see ``Model.evaluate``)."""

@@ -33,7 +33,7 @@ from .clock import Clock, Stopwatch, one_thread
 from .model import Model, evaluate_posterior
 from .problem import build_model
 from .registry import get_registry
-from .spec import RunSpec, canonical_json
+from .spec import Budget, RunSpec, canonical_json
 
 __all__ = ["execute", "run_seeds", "warm_up", "STATUSES", "TRACKED"]
 
@@ -61,6 +61,12 @@ class _Schedule:
         self.axis, _ = spec.budget.progress_axis()
         self._points = iter(spec.checkpoints.schedule(spec.budget))
         self._next = next(self._points, math.inf)
+
+    def room(self, iteration: int, epoch: float, seconds: float, epoch_per_step: float, seconds_per_step: float) -> int:
+        """How many steps (at least 1) reach the next checkpoint and no further, at the given rates per step."""
+        if math.isinf(self._next):
+            return 2**62
+        return Budget(**{self.axis: self._next}).steps_within(iteration, epoch, seconds, epoch_per_step, seconds_per_step)
 
     def due(self, iteration: int, epoch: float, seconds: float) -> bool:
         """Whether a checkpoint has been reached; moves past every checkpoint reached."""
@@ -210,10 +216,11 @@ def _loop(spec: RunSpec, trajectory: _Trajectory, model: Model, alg: Algorithm, 
     iteration, seen = 0, 0
     evaluate(0, 0.0)
     while True:
+        n = _chunk(spec, schedule, alg, iteration, seen / model.n_train, watch.cpu)
         watch.start()
-        seen += alg.step()
+        seen += alg.advance(n) if n > 1 else alg.step()
         watch.stop()
-        iteration += 1
+        iteration += n
         epoch = seen / model.n_train
         done = spec.budget.exhausted(iteration, epoch, watch.cpu)
         if on_step is not None:
@@ -226,6 +233,17 @@ def _loop(spec: RunSpec, trajectory: _Trajectory, model: Model, alg: Algorithm, 
             if not trajectory.ends_at(iteration):
                 evaluate(iteration, epoch)
             return "timeout", f"run exceeded its time limit of {spec.timeout:g} s at iteration {iteration}"
+
+
+def _chunk(spec: RunSpec, schedule: _Schedule, alg: Algorithm, iteration: int, epoch: float, seconds: float) -> int:
+    """Steps to take at once: 1, or for an algorithm that fuses its steps (``Algorithm.fused``) as many as
+    reach the next checkpoint or the budget and no further, at the rates of the steps so far (the first is
+    a single step, so a rate is known; a seconds limit may be passed by at most the rate's error)."""
+    if not alg.fused or iteration == 0:
+        return 1
+    rates = (epoch / iteration, seconds / iteration)
+    return min(spec.budget.steps_within(iteration, epoch, seconds, *rates),
+               schedule.room(iteration, epoch, seconds, *rates))
 
 
 def to_dataset(

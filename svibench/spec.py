@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -62,6 +63,16 @@ class Budget:
             or (self.epochs is not None and epoch >= self.epochs)
             or (self.seconds is not None and seconds >= self.seconds)
         )
+
+    def steps_within(self, iteration: int, epoch: float, seconds: float, epoch_per_step: float,
+                     seconds_per_step: float) -> int:
+        """How many more steps (at least 1) stay within every limit, at the given rates per step
+        (the runner's chunk for an algorithm that fuses its steps)."""
+        room = [math.ceil(self.iterations - iteration)] if self.iterations is not None else []
+        for limit, now, rate in ((self.epochs, epoch, epoch_per_step), (self.seconds, seconds, seconds_per_step)):
+            if limit is not None and rate > 0:
+                room.append(math.ceil((limit - now) / rate))
+        return int(max(1, min(room, default=1)))
 
     def progress_axis(self) -> tuple[str, float]:
         """The axis checkpoints are spaced on, and its end: the first limit set."""

@@ -104,6 +104,30 @@ def test_seconds_budget_stops_on_algorithm_cpu_time(faulty_plugin):
     assert ds["wall_time"].values[-1] >= ds["time"].values[-1] + 0.01 * ds["iteration"].values[-1]
 
 
+@pytest.mark.parametrize("budget", [Budget(iterations=200), Budget(epochs=150.0), Budget(iterations=500, seconds=0.05)])
+def test_fused_steps_give_the_one_step_trajectory_and_never_pass_a_checkpoint(faulty_plugin, budget):
+    """An algorithm with ``fused = True`` gets its steps in chunks that end at the checkpoints (iterations and
+    epochs: exactly; seconds: at the rate so far), and its trajectory is the one of single steps."""
+    import sys
+
+    problem = ProblemSpec("slow", "test-slow-eval", "test-points", {"sleep": 0.0}, {})
+    runs = {name: execute(spec(name, {"work": 0.0001}, budget=budget, plugins=(faulty_plugin,), problem=problem))
+            for name in ("test-sleeper", "test-fusing")}
+    chunks = next(m for m in sys.modules.values() if hasattr(m, "Fusing") and hasattr(m, "CHUNKS")).CHUNKS
+    one, fused = runs["test-sleeper"], runs["test-fusing"]
+    assert fused.attrs["status"] == one.attrs["status"] == "ok" and max(chunks) > 1
+    if budget.seconds is None:
+        np.testing.assert_array_equal(fused["iteration"].values, one["iteration"].values)
+        np.testing.assert_array_equal(fused["elbo"].values, one["elbo"].values)
+        assert sum(chunks) + len(one["iteration"]) - 1 >= fused["iteration"].values[-1]  # chunks + single steps
+    else:  # the same draws at the iterations both reached
+        common = np.intersect1d(one["iteration"].values, fused["iteration"].values)
+        at = lambda ds: ds["elbo"].values[np.searchsorted(ds["iteration"].values, common)]
+        np.testing.assert_array_equal(at(fused), at(one))
+        assert fused["time"].values[-1] < 2 * budget.seconds
+    chunks.clear()
+
+
 def test_an_unknown_algorithm_in_a_spec_fails_the_run_with_the_valid_names():
     ds = execute(spec("nope", {}))
     assert ds.attrs["status"] == "failed" and "valid names" in ds.attrs["message"]

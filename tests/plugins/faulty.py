@@ -106,6 +106,21 @@ class Sleeper(Algorithm):
         return self.value_
 
 
+class Fusing(Sleeper):
+    """A Sleeper that takes its steps in fused chunks, recording each chunk's size in ``CHUNKS``."""
+
+    name = "test-fusing"
+    fused = True
+
+    def advance(self, n):
+        CHUNKS.append(n)
+        return super().advance(n)
+
+
+#: Sizes of the chunks the runner handed to Fusing.advance in this process.
+CHUNKS: list[int] = []
+
+
 #: Keys of the "compiled" Compiling steps in this process (numba keeps its dispatchers per process).
 COMPILED: set[str] = set()
 
