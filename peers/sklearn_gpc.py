@@ -8,8 +8,8 @@ f ← (K⁻¹ + W)⁻¹b, from f = 0.
 
 Mapping.  The kernel is the gpc model's, fixed (``optimizer=None``: no marginal-likelihood search):
 ``ConstantKernel(σ_f²) * RBF(ℓ) + WhiteKernel(jitter·σ_f²)``, so scikit-learn's K on the training
-inputs is the model's K, jitter included (``tests/peers/test_sklearn_gpc.py`` checks it to 1e-10 of
-σ_f²); the white term adds nothing between distinct inputs (scikit-learn's k(X, X*) and the model's
+inputs is the model's K, jitter included (``tests/peers/test_sklearn_gpc.py`` checks it to 1e-10,
+absolute); the white term adds nothing between distinct inputs (scikit-learn's k(X, X*) and the model's
 test covariances agree) but does add jitter·σ_f² to scikit-learn's prior variance k** at a test input.
 Labels: the model's 0/1 y is scikit-learn's encoded ``y_train_`` as is (class 1 ↔ σ(f)), classes (0, 1).
 
@@ -19,7 +19,7 @@ binary estimator's own ``_posterior_mode`` with ``max_iter_predict = 1`` warm-st
 pass for its prediction temporaries or its label encoding.  ``init`` sets the state ``fit`` would
 (kernel, inputs, encoded labels, f = 0) and computes K, as ``fit`` does before its iterations.
 PRIVATE API: ``sklearn.gaussian_process._gpc._BinaryGaussianProcessClassifierLaplace`` and its
-``_posterior_mode(K)`` / ``f_cached`` (unchanged since scikit-learn 0.18; used here with 1.9.1).  The
+``_posterior_mode(K)`` / ``f_cached`` (written and tested against scikit-learn 1.9.1).  The
 test suite pins the behaviour relied on (one call = one Newton step of Alg. 3.1 from ``f_cached``);
 a scikit-learn without the class stops ``init`` with a one-line error.  Nothing but the iterations is
 timed: no predictions in a step.  Once converged, further steps stay at f̂ (scikit-learn's own stop,
@@ -30,14 +30,15 @@ Posterior.  :meth:`posterior` is the Laplace q at the current iterate f, with
 :class:`~svibench.capabilities.latent_gaussian.GaussianFromSites` with sites of precision W), handed to
 the model as a :class:`GaussianPosterior`, so the model's exact ELBO and predictive metrics score it as
 every other algorithm's q.  scikit-learn's ``predict_proba`` instead integrates σ against the latent
-predictive N(m*, v*) by Williams & Barber's five-erf approximation of σ (R&W §3.4.2): the latent m*, v*
-are the same (up to the jitter in k**), the probabilities differ by that approximation's error.
+predictive N(m*, v*) by Williams & Barber's (1998, App. A) approximation of σ by five erf functions, not
+MacKay's single probit: the latent m*, v* are the same (up to the jitter in k**), the probabilities differ
+by that approximation's error (under 1e-6 on USPS; the single probit's is ~1e-4).
 
 Conformance: ``check_improves_over_init`` fails by design (:data:`KNOWN_FAILURES`; run
 ``svibench check sklearn-gpc-laplace --known-failure check_improves_over_init=...``): Newton's method
-climbs log p(f | y), not the ELBO, and with the study's σ_f² = e¹⁰ the Laplace q at the mode (where
-most W ≈ 0, so its covariance is nearly the prior's) has a far lower ELBO than the Laplace q at the
-start f = 0 (W = ¼) (Nickisch & Rasmussen 2008, §6: Laplace is poor for large σ_f).
+climbs log p(f | y), not the ELBO, and with the study's σ_f² = e¹⁰ the Laplace q at the mode (|f̂ₙ| up
+to ~20, 90% of the Wₙ below 10⁻³, so q's marginal standard deviations are ~50) has a far lower ELBO than
+the Laplace q at the start f = 0 (W = ¼), as Nickisch & Rasmussen (2008) found Laplace poor for large σ_f.
 ``check_seed_matters`` passes vacuously (Newton's method takes no draws).  ``check_rejections_are_honest``
 runs on the other models: ``init`` rejects each (no inputs X for scikit-learn's kernel).
 
@@ -46,6 +47,7 @@ References
 Rasmussen, C. E. & Williams, C. K. I. (2006). Gaussian Processes for Machine Learning,
 §3.4, Algorithms 3.1 and 3.2, eq. 3.20 and 3.27.
 Nickisch, H. & Rasmussen, C. E. (2008). Approximations for binary Gaussian process classification. JMLR 9.
+Williams, C. K. I. & Barber, D. (1998). Bayesian classification with Gaussian processes. IEEE PAMI 20(12).
 """
 from __future__ import annotations
 
@@ -74,7 +76,8 @@ def sklearn_kernel(model: Any) -> Any:
     """scikit-learn's fixed kernel equal to the gpc model's: σ_f² exp(−‖x − x'‖²/(2ℓ²)) + jitter·σ_f² δ."""
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
-    return (ConstantKernel(model.sf2, constant_value_bounds="fixed") * RBF(np.sqrt(model.ell2), length_scale_bounds="fixed")
+    signal = ConstantKernel(model.sf2, constant_value_bounds="fixed")
+    return (signal * RBF(np.sqrt(model.ell2), length_scale_bounds="fixed")
             + WhiteKernel(model.jitter * model.sf2, noise_level_bounds="fixed"))
 
 
@@ -86,8 +89,9 @@ def binary_laplace_estimator(model: Any) -> Any:
     try:
         from sklearn.gaussian_process._gpc import _BinaryGaussianProcessClassifierLaplace
     except ImportError:
-        raise RuntimeError(f"scikit-learn {sklearn.__version__} lacks the private _BinaryGaussianProcessClassifierLaplace "
-                           "that sklearn-gpc-laplace steps; install a scikit-learn with it (tested: 1.9)") from None
+        raise RuntimeError(f"scikit-learn {sklearn.__version__} lacks the private "
+                           "_BinaryGaussianProcessClassifierLaplace that sklearn-gpc-laplace steps; "
+                           "install a scikit-learn with it (tested: 1.9)") from None
     kernel = sklearn_kernel(model)
     est = _BinaryGaussianProcessClassifierLaplace(kernel=kernel, optimizer=None, max_iter_predict=1,
                                                   warm_start=True, copy_X_train=False)
