@@ -64,7 +64,7 @@ class GPClassification(LatentLogisticModel):
         super().__init__(data)
         self.X = np.asarray(data.train["X"], dtype=float)
         self.y = np.asarray(data.train["y"], dtype=float)
-        self.ell2, self.sf2 = np.exp(2 * log_lengthscale), np.exp(2 * log_sigma_f)
+        self.ell2, self.sf2, self.jitter = np.exp(2 * log_lengthscale), np.exp(2 * log_sigma_f), jitter
         self.K = self.kernel(self.X, self.X) + jitter * self.sf2 * np.eye(len(self.y))
         self.chol_K = scipy.linalg.cholesky(self.K, lower=True)
 
