@@ -78,9 +78,11 @@ class SklearnLDA(Peer):
 
     @classmethod
     def incompatibility(cls, model_cls: type, params: dict[str, Any]) -> str | None:
-        if not (isinstance(model_cls, type) and issubclass(model_cls, LDA)):
-            return f"scikit-learn's LatentDirichletAllocation fits LDA only, not {model_cls.name}"
-        return super().incompatibility(model_cls, params)
+        """The library first (a missing one is the reason, :class:`Peer`), then the model: LDA or a subclass."""
+        reason = super().incompatibility(model_cls, params)
+        if reason is None and not (isinstance(model_cls, type) and issubclass(model_cls, LDA)):
+            reason = f"scikit-learn's LatentDirichletAllocation fits LDA only, not {model_cls.name}"
+        return reason
 
     def check_params(self) -> None:
         if self.learning_method not in LEARNING_METHODS:
