@@ -23,11 +23,11 @@ with ``reg_covar = 0`` (svibench's model adds nothing to the covariances).  scik
 ν₀ = 2a₀ > D − 1; a gmm with a smaller a₀ is refused at ``init``, in one line.
 
 One known difference, not a mapping error.  scikit-learn's diagonal E-step scores a component with the *full*
-Wishart's E[log |Λ|] = Σ_{i<D} ψ((ν − i)/2) + D log 2 − Σ_d log(ν c_d/…) instead of the product of Gammas'
-Σ_d E[log τ_d] = D ψ(ν/2) + …: its log-responsibilities carry an extra ½ Σ_{i=1}^{D−1} [ψ((ν_k − i)/2) − ψ(ν_k/2)]
-per component (≈ −(D − 1)D/(4ν_k), negligible for components holding many points).  In one dimension, one step is
-therefore exactly one sweep of svibench's VMP (Bishop's batch VB); in D dimensions it is the same up to that
-term (both pinned by ``tests/peers/test_sklearn_peers.py``).
+Wishart's E[log |Λ|] = Σ_{i<D} ψ((ν − i)/2) + D log 2 − Σ_d log(ν c_d) (c = ``covariances_``) instead of the product
+of Gammas' Σ_d E[log τ_d] = D ψ(ν/2) + D log 2 − Σ_d log(ν c_d): its log-responsibilities carry an extra
+½ Σ_{i=1}^{D−1} [ψ((ν_k − i)/2) − ψ(ν_k/2)] ≈ −D(D − 1)/(4ν_k) per component, negligible for components holding
+many points.  In one dimension one step is therefore exactly one sweep of svibench's VMP (Bishop's batch VB); in D
+dimensions the same up to that term (both pinned by ``tests/peers/test_sklearn_peers.py``).
 
 One step = one variational EM sweep: the estimator's private ``_e_step`` then ``_m_step`` on the whole training
 set (Bishop 2006, §10.2.1).  Not ``fit(warm_start=True, max_iter=1)``: ``fit`` also computes the lower bound
