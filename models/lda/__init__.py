@@ -252,7 +252,7 @@ class LDA(Model):
 
     def completion_metrics(self, topics: np.ndarray) -> dict[str, float]:
         """The held-out metrics of a point estimate of the topics (K, V), by document completion (``evaluation``);
-        also how other tools' topics are scored (``benchmarks.lda_sklearn``)."""
+        also how other tools' topics can be scored."""
         if self.heldout is None:
             return {}
         loglik = self._completion(topics) / self.heldout[1].n_tokens

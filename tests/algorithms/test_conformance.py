@@ -8,6 +8,8 @@ from svibench.testing import parametrize_with_checks, small_problems
 
 REGISTRY = get_registry()
 BUILTINS = sorted(name for name, entry in REGISTRY.algorithms.items() if entry.source.startswith("built-in"))
+#: svibench's own peers (svibench.peers), registered through its entry points as a plugin's algorithms are.
+PEERS = sorted(name for name, entry in REGISTRY.algorithms.items() if entry.source.endswith("(svibench)"))
 
 
 #: Properties a built-in violates by design, with the reason (as a plugin would declare them).
@@ -22,6 +24,11 @@ KNOWN_FAILURES = {
 
 @parametrize_with_checks([name for name in BUILTINS if name not in KNOWN_FAILURES])
 def test_builtin_algorithm_conforms(algorithm, check):
+    check(algorithm)
+
+
+@parametrize_with_checks(PEERS)
+def test_peer_conforms(algorithm, check):
     check(algorithm)
 
 

@@ -124,3 +124,16 @@ def test_the_readmes_asv_commands_save_results_that_publish_builds_a_site_from(t
     assert done.returncode == 0, done.stdout + done.stderr
     assert list((tmp_path / ".asv" / "results").glob("*/*-existing-*.json")), "asv saved no result"
     assert list((tmp_path / ".asv" / "html" / "graphs").rglob("bench_tiny.Tiny.time_sum.json")), "the site has no graph"
+
+
+def test_the_peer_benchmarks_skip_without_scikit_learn(monkeypatch):
+    """asv's skip (NotImplementedError in setup) when scikit-learn is missing, before any work."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        bench = importlib.import_module("benchmarks.bench_peers")
+    finally:
+        sys.path.remove(str(ROOT))
+    monkeypatch.setattr(bench, "missing_libraries", lambda modules: list(modules))
+    for cls in (bench.SklearnLDAInterleaved, bench.SklearnBGMMInterleaved):
+        with pytest.raises(NotImplementedError, match="scikit-learn is not installed"):
+            cls().setup()
