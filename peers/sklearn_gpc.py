@@ -111,7 +111,7 @@ class SklearnGPCLaplace(Peer):
     """
 
     name = "sklearn-gpc-laplace"
-    label = "sklearn GPC (Laplace)"
+    label = "scikit-learn GPC (Laplace)"
     libraries: ClassVar[tuple[str, ...]] = ("sklearn",)
     requires: ClassVar[tuple[type, ...]] = (LatentGaussian,)
 
