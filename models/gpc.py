@@ -27,15 +27,26 @@ import numpy as np
 import scipy.linalg
 from scipy.spatial.distance import cdist
 
+from svibench.capabilities.jax_log_joint import JaxLogDensity
 from svibench.capabilities.latent_gaussian import GaussianPosterior, LatentGaussianPrior
 from svibench.data import Dataset
 from svibench.expfam import LOG_2PI, GaussianFullNatural
 from svibench.metrics import metric_table
 
-from .logreg import LOGISTIC_METRICS, LatentLogisticModel, binary_metrics, logistic_loglik
+from .logreg import LOGISTIC_METRICS, LatentLogisticModel, binary_metrics, jax_logistic_loglik, logistic_loglik
 from .polya_gamma import LatentView
 
-__all__ = ["GPClassification"]
+__all__ = ["GPClassification", "jax_gpc_log_joint"]
+
+
+def jax_gpc_log_joint(f, y, chol_K):
+    """log p(y, f) of GP classification in JAX: Σₙ log σ(sₙfₙ) + log N(f | 0, K), K = LLᵀ."""
+    import jax.numpy as jnp
+    from jax.scipy.linalg import solve_triangular
+
+    w = solve_triangular(chol_K, f, lower=True)
+    log_prior = -0.5 * w @ w - jnp.sum(jnp.log(jnp.diag(chol_K))) - 0.5 * f.shape[0] * LOG_2PI
+    return jax_logistic_loglik(f, y) + log_prior
 
 
 class GPClassification(LatentLogisticModel):
@@ -126,6 +137,10 @@ class GPClassification(LatentLogisticModel):
 
     def grad_log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
         return self._lik(z, batch)[1] - scipy.linalg.cho_solve((self.chol_K, True), z.T).T
+
+    # -- capability: JAX log joint
+    def jax_log_joint(self) -> JaxLogDensity:
+        return JaxLogDensity(jax_gpc_log_joint, (self.y, self.chol_K))
 
     # -- evaluation
     def evaluate(self, posterior, rng: np.random.Generator) -> dict[str, float]:

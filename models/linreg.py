@@ -17,6 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from svibench.capabilities import ConjugatePosterior, Globals, LocalApprox
+from svibench.capabilities.jax_log_joint import JaxLogDensity
 from svibench.capabilities.latent_gaussian import GaussianPosterior
 from svibench.data import Dataset
 from svibench.expfam import LOG_2PI, GaussianFullNatural
@@ -25,7 +26,16 @@ from svibench.model import Model
 
 from .gaussian_families import FullGaussian, MeanFieldGaussian
 
-__all__ = ["BayesianLinearRegression"]
+__all__ = ["BayesianLinearRegression", "jax_linreg_log_joint"]
+
+
+def jax_linreg_log_joint(w, X, y, noise_variance, prior_precision):
+    """log p(y, w) of linear regression in JAX: Σₙ log N(yₙ | xₙᵀw, σ²) + log N(w | 0, α⁻¹I)."""
+    import jax.numpy as jnp
+
+    resid = y - X @ w
+    loglik = -0.5 * (y.shape[0] * (LOG_2PI + jnp.log(noise_variance)) + resid @ resid / noise_variance)
+    return loglik + 0.5 * w.shape[0] * (jnp.log(prior_precision) - LOG_2PI) - 0.5 * prior_precision * w @ w
 
 
 class BayesianLinearRegression(Model):
@@ -126,6 +136,20 @@ class BayesianLinearRegression(Model):
         """(N/|B|) Σ_{n∈B} xₙ (yₙ − xₙᵀw)/σ² − αw."""
         x, y, scale = self._scaled(batch)
         return scale * (y - w @ x.T) @ x / self.noise_variance - self.prior_precision * w
+
+    # -- capability: JAX log joint
+    @property
+    def latent_dim(self) -> int:
+        """Dimension of w."""
+        return self.X.shape[1]
+
+    def jax_log_joint(self) -> JaxLogDensity:
+        return JaxLogDensity(jax_linreg_log_joint, (np.asarray(self.X, float), np.asarray(self.y, float),
+                                                    np.float64(self.noise_variance), np.float64(self.prior_precision)))
+
+    def posterior_from_gaussian(self, q: GaussianPosterior) -> GaussianPosterior:
+        """q(w) itself: ``evaluate`` takes a GaussianPosterior."""
+        return q
 
     # -- evaluation
     def evaluate(self, posterior: ConjugatePosterior | GaussianPosterior, rng: np.random.Generator) -> dict[str, float]:

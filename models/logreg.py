@@ -39,6 +39,7 @@ import scipy.sparse
 from scipy.special import expit
 
 from svibench.capabilities import ConjugatePosterior
+from svibench.capabilities.jax_log_joint import JaxLogDensity
 from svibench.capabilities.latent_gaussian import (
     ExpectedLoglik,
     GaussianPosterior,
@@ -55,7 +56,7 @@ from .logistic_expectation import expected_log_sigmoid, expected_sigmoid, sigmoi
 from .polya_gamma import LatentView, PolyaGammaAugmented, PolyaGammaChain, jaakkola_jordan
 
 __all__ = ["BayesianLogisticRegression", "LatentLogisticModel", "logistic_loglik", "predictive_probability",
-           "LOGISTIC_METRICS"]
+           "LOGISTIC_METRICS", "jax_logistic_loglik", "jax_logreg_log_joint"]
 
 #: The metrics of a latent Gaussian model with a Bernoulli likelihood (logistic regression, GP classification).
 #: Bernoulli probabilities are at most 1, so the ELBO (≤ log p(y)) and the test log-likelihoods are ≤ 0.
@@ -96,6 +97,21 @@ def logistic_dloglik(eta: np.ndarray, y: np.ndarray) -> np.ndarray:
     """∂ log σ(sη)/∂η = s σ(−sη), s = 2y − 1 (alone: a reparameterised gradient needs nothing else)."""
     s = (2.0 * y - 1.0).reshape((-1,) + (1,) * (eta.ndim - 1))
     return s * expit(-s * eta)
+
+
+def jax_logistic_loglik(eta, y):
+    """Σₙ log σ(sₙηₙ), s = 2y − 1, in JAX (jax imported here: the module imports without it)."""
+    import jax.numpy as jnp
+
+    return -jnp.sum(jnp.logaddexp(0.0, -(2.0 * y - 1.0) * eta))
+
+
+def jax_logreg_log_joint(z, X, y, precision):
+    """log p(y, z) of logistic regression in JAX: Σₙ log σ(sₙ x̃ₙᵀz) + Σ_d log N(z_d | 0, 1/δ_d)."""
+    import jax.numpy as jnp
+
+    log_prior = 0.5 * jnp.sum(jnp.log(precision) - LOG_2PI - precision * z**2)
+    return jax_logistic_loglik(X @ z, y) + log_prior
 
 
 def predictive_probability(m: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -178,6 +194,10 @@ class LatentLogisticModel(PolyaGammaAugmented, Model):
         if kind not in families:
             raise ValueError(f"{self.name} offers variational families {self.family_kinds}, not {kind!r}")
         return families[kind](self.latent_dim)
+
+    def posterior_from_gaussian(self, q: GaussianPosterior) -> GaussianPosterior:
+        """q(z) itself: ``evaluate`` takes a GaussianPosterior (capability :mod:`~svibench.capabilities.jax_log_joint`)."""
+        return q
 
     def elbo(self, q: GaussianPosterior) -> float:
         """Σₙ E_q[log p(yₙ|ηₙ)] − KL(q ‖ p), the expectations accurate to ~1e-10 relative."""
@@ -283,6 +303,11 @@ class BayesianLogisticRegression(LatentLogisticModel):
 
     def grad_log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
         return self._loglik_sum(z, batch, grad=True) - self.precision * z
+
+    # -- capability: JAX log joint (the design densified: XLA's dense products beat its sparse ones here)
+    def jax_log_joint(self) -> JaxLogDensity:
+        X = self.X.toarray() if scipy.sparse.issparse(self.X) else np.asarray(self.X)
+        return JaxLogDensity(jax_logreg_log_joint, (X, self.y, self.precision))
 
     # -- evaluation
     def evaluate(self, posterior, rng: np.random.Generator) -> dict[str, float]:

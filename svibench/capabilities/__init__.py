@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from .conjugate import ConditionallyConjugate, ConjugatePosterior, Globals, LocalApprox, natural_step
+from .jax_log_joint import JaxLogJoint
 from .latent_gaussian import LatentGaussian
 from .log_joint import LogJoint, LogJointGradient, ReparameterisableFamily, VariationalFamily
 from .mean_field import MeanFieldNonConjugate
@@ -16,7 +17,7 @@ from .sampler import ConditionalSampler
 
 __all__ = [
     "ConditionallyConjugate", "ConjugatePosterior", "Globals", "LocalApprox", "natural_step", "missing", "protocol_members",
-    "LatentGaussian", "LogJoint", "LogJointGradient", "VariationalFamily", "ReparameterisableFamily",
+    "LatentGaussian", "JaxLogJoint", "LogJoint", "LogJointGradient", "VariationalFamily", "ReparameterisableFamily",
     "MeanFieldNonConjugate", "ConditionalSampler",
 ]
 
