@@ -89,32 +89,3 @@ class BaselineQuality:
     track_advi_gap_2000_iterations.unit = "relative"
     track_advi_gap_5000_iterations.unit = "relative"
     track_chol_gap_100_iterations.unit = "relative"
-
-
-class NumPyroADVI:
-    """NumPyro's AutoMultivariateNormal on the same model: seconds per jitted step and the gap
-    after 2,000 steps.  Skipped when numpyro is not installed (it is no dependency)."""
-
-    timeout = 300
-
-    def setup(self):
-        try:
-            import numpyro  # noqa: F401
-        except ImportError:
-            raise NotImplementedError("numpyro is not installed") from None
-        self.model = _model()
-
-    def track_numpyro_gap_2000_iterations(self):
-        from .advi_numpyro import numpyro_curve
-
-        (_, _, value), = numpyro_curve(self.model, (2000,))
-        return (value - OPTIMUM) / OPTIMUM
-
-    def track_numpyro_ms_per_iteration(self):
-        from .advi_numpyro import numpyro_curve
-
-        (it, seconds, _), = numpyro_curve(self.model, (2000,))
-        return 1000 * seconds / it
-
-    track_numpyro_gap_2000_iterations.unit = "relative"
-    track_numpyro_ms_per_iteration.unit = "ms"

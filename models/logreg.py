@@ -304,7 +304,8 @@ class BayesianLogisticRegression(LatentLogisticModel):
     def grad_log_joint(self, z: np.ndarray, batch: np.ndarray | None = None) -> np.ndarray:
         return self._loglik_sum(z, batch, grad=True) - self.precision * z
 
-    # -- capability: JAX log joint (the design densified: XLA's dense products beat its sparse ones here)
+    # -- capability: JAX log joint, the design densified: XLA's dense products beat its sparse ones here
+    # (a7a, 11% nonzeros: NumPyro ADVI 2.3 ms/step dense, 4.5 ms/step with a segment-sum product)
     def jax_log_joint(self) -> JaxLogDensity:
         X = self.X.toarray() if scipy.sparse.issparse(self.X) else np.asarray(self.X)
         return JaxLogDensity(jax_logreg_log_joint, (X, self.y, self.precision))

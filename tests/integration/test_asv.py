@@ -126,8 +126,8 @@ def test_the_readmes_asv_commands_save_results_that_publish_builds_a_site_from(t
     assert list((tmp_path / ".asv" / "html" / "graphs").rglob("bench_tiny.Tiny.time_sum.json")), "the site has no graph"
 
 
-def test_the_peer_benchmarks_skip_without_scikit_learn(monkeypatch):
-    """asv's skip (NotImplementedError in setup) when scikit-learn is missing, before any work."""
+def test_the_peer_benchmarks_skip_without_their_libraries(monkeypatch):
+    """asv's skip (NotImplementedError in setup) when scikit-learn or numpyro is missing, before any work."""
     sys.path.insert(0, str(ROOT))
     try:
         bench = importlib.import_module("benchmarks.bench_peers")
@@ -137,3 +137,6 @@ def test_the_peer_benchmarks_skip_without_scikit_learn(monkeypatch):
     for cls in (bench.SklearnLDAInterleaved, bench.SklearnBGMMInterleaved):
         with pytest.raises(NotImplementedError, match="scikit-learn is not installed"):
             cls().setup()
+    advi = bench.NumPyroADVIInterleaved()
+    with pytest.raises(NotImplementedError, match="numpyro is not installed"):
+        advi.setup(advi.setup_cache(), "a7a")
