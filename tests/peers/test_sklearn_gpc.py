@@ -17,7 +17,7 @@ from svibench.datasets.usps import usps_3v5  # noqa: E402
 from svibench.models.gpc import GPClassification  # noqa: E402
 from svibench.models.logreg import BayesianLogisticRegression, predictive_probability  # noqa: E402
 from svibench.peers import INSTALL  # noqa: E402
-from svibench.peers.sklearn_gpc import KNOWN_FAILURES, SklearnGPCLaplace, sklearn_kernel  # noqa: E402
+from svibench.peers.sklearn_gpc import SklearnGPCLaplace, sklearn_kernel  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -133,10 +133,3 @@ def test_two_iterations_per_step_are_two_steps(usps):
     two.init(usps, np.random.default_rng(0))
     assert two.step() == 2 * usps.n_train
     np.testing.assert_array_equal(two.posterior().mean, _run(usps, 2).posterior().mean)
-
-
-def test_conformance_but_for_its_declared_failure():
-    from svibench.testing import check_algorithm
-
-    results = check_algorithm("sklearn-gpc-laplace", known_failures=KNOWN_FAILURES)
-    assert {r.check: r.status for r in results}["check_improves_over_init"] == "xfail"
