@@ -128,14 +128,23 @@ class GPClassification(LatentLogisticModel):
         return self._lik(z, batch)[1] - scipy.linalg.cho_solve((self.chol_K, True), z.T).T
 
     # -- evaluation
+    @property
+    def has_test(self) -> bool:
+        return "X" in self.data.test
+
+    def test_marginals(self, mean: np.ndarray, cov: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """m* = Aᵀm, v* = k** − diag(AᵀK*) + diag(AᵀSA), A = K⁻¹K* (module docstring; S = 0 when ``cov`` is None)."""
+        Ks = self.kernel(self.X, np.asarray(self.data.test["X"], float))
+        A = scipy.linalg.cho_solve((self.chol_K, True), Ks)
+        v = self.sf2 - np.sum(A * Ks, 0) + (0.0 if cov is None else np.sum(A * (cov @ A), 0))
+        v = np.maximum(v, 1e-12)
+        return A.T @ mean, (v if np.ndim(mean) == 1 else v[:, None])
+
     def evaluate(self, posterior, rng: np.random.Generator) -> dict[str, float]:
         """Metrics of q(f): a GaussianPosterior, SVI/VMP's λ or the PG Gibbs chain (:meth:`gaussian`)."""
         posterior = self.gaussian(posterior)
         out = self.elbo_metrics(posterior)
-        if "X" in self.data.test:
-            Ks = self.kernel(self.X, np.asarray(self.data.test["X"], float))
-            A = scipy.linalg.cho_solve((self.chol_K, True), Ks)
-            m = A.T @ posterior.mean
-            v = self.sf2 - np.sum(A * Ks, 0) + np.sum(A * (posterior.cov @ A), 0)
-            out.update(binary_metrics(m, np.maximum(v, 1e-12), np.asarray(self.data.test["y"], float)))
+        if self.has_test:
+            out.update(binary_metrics(*self.test_marginals(posterior.mean, posterior.cov),
+                                      np.asarray(self.data.test["y"], float)))
         return out

@@ -118,7 +118,10 @@ class PolyaGammaAugmented:
     """
 
     local_kinds: ClassVar[tuple[str, ...]] = ("mf", "gibbs")
-    init_methods: ClassVar[tuple[str, ...]] = ("prior",)
+    #: How its reference posterior is sampled (svibench.reference).
+    sampler_name: ClassVar[str] = "Pólya-Gamma Gibbs (Polson, Scott & Windle 2013), exact PG draws"
+    #: "prior" (both capabilities); "dispersed" starts the Gibbs chain only, from a draw of z from its prior.
+    init_methods: ClassVar[tuple[str, ...]] = ("prior", "dispersed")
     y: np.ndarray
     n_train: int
 
@@ -140,6 +143,9 @@ class PolyaGammaAugmented:
 
     def init_globals(self, rng: np.random.Generator, method: str = "prior") -> Globals:
         """λ = η: the locals' first update sees the prior."""
+        if method != "prior":
+            raise ValueError(f"init method {method!r} starts the Gibbs chain only; the conjugate family starts "
+                             "from 'prior'")
         return self.prior_natural()
 
     def expected_view(self, lam: Globals) -> LatentView:
@@ -169,7 +175,14 @@ class PolyaGammaAugmented:
         return self._prior_gaussian() + self._row_natural(everyone, self.y - 0.5, omega)
 
     def chain_init(self, rng: np.random.Generator, method: str = "prior") -> PolyaGammaChain:
-        """ω from its prior PG(1, 0), then z | ω (its moments recorded, so the start can be evaluated)."""
+        """``"prior"``: ω from its prior PG(1, 0); ``"dispersed"``: z from its prior, then ω | z (for several
+        chains from over-dispersed starts, Gelman & Rubin 1992).  Then z | ω, its moments recorded, so the
+        start can be evaluated."""
+        if method not in self.init_methods:
+            raise ValueError(f"{type(self).__name__} starts its chain by {self.init_methods}, not {method!r}")
+        if method == "dispersed":
+            z = self._prior_gaussian().sample(rng)
+            return self.chain_sweep(PolyaGammaChain(z, np.zeros(self.n_train)), rng)
         return self._draw_z(PolyaGammaChain(np.zeros(0), pg_draw(1.0, np.zeros(self.n_train), rng)), rng)
 
     def chain_sweep(self, state: PolyaGammaChain, rng: np.random.Generator) -> PolyaGammaChain:
