@@ -202,7 +202,7 @@ class LatentLogisticModel(PolyaGammaAugmented, Model):
         total = 0.0
         for start in range(0, len(draws), chunk):
             m, v = self.test_marginals(draws[start:start + chunk].T, None)  # (n_test, draws)
-            p = predictive_probability(m.ravel(), np.broadcast_to(v, m.shape).ravel())
+            p = expit(m) if not np.any(v) else predictive_probability(m.ravel(), np.broadcast_to(v, m.shape).ravel())
             total = total + p.reshape(m.shape).sum(1)
         return total / len(draws)
 

@@ -11,19 +11,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from svibench.model import Model
+from svibench.registry import Registry
 from svibench.spec import ProblemSpec
 
 from .accuracy import ACCURACY_METRICS, accuracy
 from .artifact import Reference, check_fresh, load_reference, reference_path
 from .capability import PredictsClasses, reference_kind
 
-__all__ = ["Scorer", "scorer_for", "missing_note"]
+__all__ = ["Scorer", "scorer_for", "missing_note", "missing_notes"]
 
 
 def missing_note(spec: ProblemSpec) -> str:
     """The one line said of a problem without a reference."""
     return (f"no reference posterior for {spec.name}: posterior-accuracy metrics skipped; compute one with "
             f"`svibench reference STUDY.toml --problem '{spec.name}'`")
+
+
+def missing_notes(problems: list[ProblemSpec], registry: Registry) -> list[str]:
+    """:func:`missing_note` of each problem whose model could be compared with a reference that is not stored
+    (checked by name, without loading data: what ``svibench run`` says before its runs)."""
+    offers = ("exact_latent_posterior", "chain_latent")
+    return [missing_note(p) for p in problems
+            if any(hasattr(registry.model(p.model), name) for name in offers) and not reference_path(p).exists()]
 
 
 @dataclass(frozen=True)
