@@ -152,3 +152,31 @@ def test_svibench_run_names_the_command_for_each_problem_without_reference(refdi
         "`svibench reference STUDY.toml --problem 'linreg/small'`"]
     make_reference(LINREG, build_model(LINREG, cache=False), SHORT)
     assert missing_notes([LINREG, gmm], get_registry()) == []
+
+
+def test_a_pg_gibbs_reference_matches_the_posterior_by_quadrature_within_mcse():
+    """An independent truth: logistic regression with a bias and one feature (D = 2, N = 30), its posterior
+    means and sds by a 400 × 400 grid over the weights (the exact log joint, no augmentation)."""
+    from scipy.special import log_expit
+
+    from svibench.data import Dataset
+    from svibench.models.logreg import BayesianLogisticRegression
+    from svibench.reference.moments import sampled_arrays
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((30, 1))
+    y = (rng.uniform(size=30) < 1 / (1 + np.exp(-(0.5 + 1.5 * x[:, 0])))).astype(float)
+    model = BayesianLogisticRegression(Dataset("toy", "classification", {"X": x, "y": y}), delta=1.0, bias_precision=1.0)
+    chains = sample_chains(model, SamplerSettings(chains=2, warmup=200, draws=4000, seed=7))
+    arrays, _ = sampled_arrays(chains.draws, diagnose(chains.draws))
+    grid = np.linspace(-4, 5, 400)
+    b, w = np.meshgrid(grid, grid, indexing="ij")
+    eta = b[..., None] + w[..., None] * x[:, 0]
+    logp = log_expit((2 * y - 1) * eta).sum(-1) - 0.5 * (b**2 + w**2)
+    p = np.exp(logp - logp.max())
+    p /= p.sum()
+    mean = np.array([(p * b).sum(), (p * w).sum()])
+    sd = np.sqrt(np.array([(p * b**2).sum(), (p * w**2).sum()]) - mean**2)
+    assert np.all(np.abs(arrays["mean"] - mean) < 4 * arrays["mcse_mean"]), (arrays["mean"], mean, arrays["mcse_mean"])
+    assert np.all(np.abs(arrays["sd"] - sd) < 4 * arrays["mcse_sd"]), (arrays["sd"], sd, arrays["mcse_sd"])
+    assert np.all(arrays["mcse_mean"] < 0.05 * sd)  # tight enough that the check means something
