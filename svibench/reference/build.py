@@ -8,6 +8,7 @@ stored only when forced, and is marked so.
 from __future__ import annotations
 
 import datetime
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from svibench.model import Model
-from svibench.results import environment
 from svibench.spec import ProblemSpec
 
 from .artifact import (FORMAT, Reference, ReferenceError, check_fresh, data_checksum, load_reference,
@@ -25,17 +25,31 @@ from .diagnostics import Floor, diagnose
 from .moments import QUANTILES, batch_estimates, exact_arrays, sampled_arrays
 from .sampling import SamplerSettings, sample_chains
 
-__all__ = ["Made", "make_reference", "compute_reference"]
+__all__ = ["Made", "make_reference", "compute_reference", "source_commit"]
 
 #: At most this many draws (thinned evenly) enter the posterior predictive.
 PREDICTIVE_DRAWS = 2000
+
+
+def source_commit() -> str:
+    """The svibench commit, with ``-dirty`` when its tracked files outside ``references/`` have changes (writing
+    references does not make the source dirty); "unknown" outside a git checkout."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head, dirty = (subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=5,
+                                      check=True).stdout.strip()
+                       for args in (["rev-parse", "HEAD"],
+                                    ["status", "--porcelain", "--untracked-files=no", "--", ".", ":!references"]))
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("-dirty" if dirty else "")
 
 
 def _identity(spec: ProblemSpec, model: Model) -> dict[str, Any]:
     return {"format": FORMAT, "reference_id": reference_id(spec), "problem": problem_identity(spec),
             "problem_name": spec.name, "problem_key": spec.key(),
             "model_params_resolved": resolved_model_params(type(model), spec.model_params),
-            "data_sha256": data_checksum(model.data), "svibench_commit": environment()["git_commit"],
+            "data_sha256": data_checksum(model.data), "svibench_commit": source_commit(),
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "quantile_levels": list(QUANTILES)}
 
