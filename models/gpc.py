@@ -33,7 +33,7 @@ from svibench.expfam import LOG_2PI, GaussianFullNatural
 from svibench.metrics import metric_table
 
 from .logreg import LOGISTIC_METRICS, LatentLogisticModel, binary_metrics, logistic_loglik
-from .polya_gamma import LatentView
+from .polya_gamma import LatentView, PolyaGammaChain
 
 __all__ = ["GPClassification"]
 
@@ -93,6 +93,27 @@ class GPClassification(LatentLogisticModel):
     def _prior_gaussian(self) -> GaussianFullNatural:
         K_inv = scipy.linalg.cho_solve((self.chol_K, True), np.eye(self.n_train))
         return GaussianFullNatural(np.zeros(self.n_train), -0.25 * (K_inv + K_inv.T))
+
+    def _draw_z(self, state: PolyaGammaChain, rng: np.random.Generator) -> PolyaGammaChain:
+        """f ~ p(f | ω, y) without K⁻¹, which rounding ruins when σ_f is large (the paper's σ_f = e⁵ with the
+        jitter gives cond(K) ~ 1e10, so the explicit K⁻¹ of :meth:`_prior_gaussian` is off by far more than its
+        smallest eigenvalues: the chain's conditional was too narrow).  Given ω the κₙ are Gaussian
+        pseudo-observations f̃ₙ = κₙ/ωₙ of fₙ with noise variance 1/ωₙ, so with W = diag ω and the well-conditioned
+        B = I + W^½KW^½ (Rasmussen & Williams 2006, §3.4.3): mean K W^½ B⁻¹ W^½ f̃, covariance
+        K − K W^½ B⁻¹ W^½ K, and a draw by Matheron's rule, f = f₀ + K W^½ B⁻¹ (W^½(f̃ − f₀) − ε) with
+        f₀ ~ N(0, K) and ε ~ N(0, I) (Wilson et al. 2020, eq. 4)."""
+        sw = np.sqrt(state.omega)
+        chol_B = scipy.linalg.cholesky(np.eye(self.n_train) + sw[:, None] * self.K * sw, lower=True)
+        V = scipy.linalg.solve_triangular(chol_B, sw[:, None] * self.K, lower=True)  # L_B⁻¹ W^½ K
+
+        def gain(r: np.ndarray) -> np.ndarray:  # K W^½ B⁻¹ r
+            return V.T @ scipy.linalg.solve_triangular(chol_B, r, lower=True)
+
+        kappa = self.y - 0.5
+        state.record(gain(kappa / sw), self.K - V.T @ V)
+        prior = self.chol_K @ rng.standard_normal(self.n_train)
+        state.z = prior + gain(kappa / sw - sw * prior - rng.standard_normal(self.n_train))
+        return state
 
     def _row_marginals(self, view: LatentView, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return view.mean[batch], (np.zeros(len(batch)) if view.cov is None else np.diag(view.cov)[batch])
