@@ -34,7 +34,7 @@ from svibench.expfam import LOG_2PI, GaussianFullNatural
 from svibench.metrics import metric_table
 
 from .logreg import LOGISTIC_METRICS, LatentLogisticModel, binary_metrics, jax_logistic_loglik, logistic_loglik
-from .polya_gamma import LatentView
+from .polya_gamma import LatentView, PolyaGammaChain
 
 __all__ = ["GPClassification", "jax_gpc_log_joint"]
 
@@ -105,6 +105,27 @@ class GPClassification(LatentLogisticModel):
         K_inv = scipy.linalg.cho_solve((self.chol_K, True), np.eye(self.n_train))
         return GaussianFullNatural(np.zeros(self.n_train), -0.25 * (K_inv + K_inv.T))
 
+    def _draw_z(self, state: PolyaGammaChain, rng: np.random.Generator) -> PolyaGammaChain:
+        """f ~ p(f | ω, y) without K⁻¹, which rounding ruins when σ_f is large (the paper's σ_f = e⁵ with the
+        jitter gives cond(K) ~ 1e10, so the explicit K⁻¹ of :meth:`_prior_gaussian` is off by far more than its
+        smallest eigenvalues: the chain's conditional was too narrow).  Given ω the κₙ are Gaussian
+        pseudo-observations f̃ₙ = κₙ/ωₙ of fₙ with noise variance 1/ωₙ, so with W = diag ω and the well-conditioned
+        B = I + W^½KW^½ (Rasmussen & Williams 2006, §3.4.3): mean K W^½ B⁻¹ W^½ f̃, covariance
+        K − K W^½ B⁻¹ W^½ K, and a draw by Matheron's rule, f = f₀ + K W^½ B⁻¹ (W^½(f̃ − f₀) − ε) with
+        f₀ ~ N(0, K) and ε ~ N(0, I) (Wilson et al. 2020, eq. 4)."""
+        sw = np.sqrt(state.omega)
+        chol_B = scipy.linalg.cholesky(np.eye(self.n_train) + sw[:, None] * self.K * sw, lower=True)
+        V = scipy.linalg.solve_triangular(chol_B, sw[:, None] * self.K, lower=True)  # L_B⁻¹ W^½ K
+
+        def gain(r: np.ndarray) -> np.ndarray:  # K W^½ B⁻¹ r
+            return V.T @ scipy.linalg.solve_triangular(chol_B, r, lower=True)
+
+        kappa = self.y - 0.5
+        state.record(gain(kappa / sw), self.K - V.T @ V)
+        prior = self.chol_K @ rng.standard_normal(self.n_train)
+        state.z = prior + gain(kappa / sw - sw * prior - rng.standard_normal(self.n_train))
+        return state
+
     def _row_marginals(self, view: LatentView, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return view.mean[batch], (np.zeros(len(batch)) if view.cov is None else np.diag(view.cov)[batch])
 
@@ -143,14 +164,23 @@ class GPClassification(LatentLogisticModel):
         return JaxLogDensity(jax_gpc_log_joint, (self.y, self.chol_K))
 
     # -- evaluation
+    @property
+    def has_test(self) -> bool:
+        return "X" in self.data.test
+
+    def test_marginals(self, mean: np.ndarray, cov: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """m* = Aᵀm, v* = k** − diag(AᵀK*) + diag(AᵀSA), A = K⁻¹K* (module docstring; S = 0 when ``cov`` is None)."""
+        Ks = self.kernel(self.X, np.asarray(self.data.test["X"], float))
+        A = scipy.linalg.cho_solve((self.chol_K, True), Ks)
+        v = self.sf2 - np.sum(A * Ks, 0) + (0.0 if cov is None else np.sum(A * (cov @ A), 0))
+        v = np.maximum(v, 1e-12)
+        return A.T @ mean, (v if np.ndim(mean) == 1 else v[:, None])
+
     def evaluate(self, posterior, rng: np.random.Generator) -> dict[str, float]:
         """Metrics of q(f): a GaussianPosterior, SVI/VMP's λ or the PG Gibbs chain (:meth:`gaussian`)."""
         posterior = self.gaussian(posterior)
         out = self.elbo_metrics(posterior)
-        if "X" in self.data.test:
-            Ks = self.kernel(self.X, np.asarray(self.data.test["X"], float))
-            A = scipy.linalg.cho_solve((self.chol_K, True), Ks)
-            m = A.T @ posterior.mean
-            v = self.sf2 - np.sum(A * Ks, 0) + np.sum(A * (posterior.cov @ A), 0)
-            out.update(binary_metrics(m, np.maximum(v, 1e-12), np.asarray(self.data.test["y"], float)))
+        if self.has_test:
+            out.update(binary_metrics(*self.test_marginals(posterior.mean, posterior.cov),
+                                      np.asarray(self.data.test["y"], float)))
         return out

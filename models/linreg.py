@@ -88,6 +88,17 @@ class BayesianLinearRegression(Model):
         mean = np.linalg.solve(precision, self.X.T @ self.y / self.noise_variance)
         return GaussianFullNatural.from_mean_precision(mean, precision)
 
+    # -- comparison with a reference posterior (svibench.reference.capability)
+    def exact_latent_posterior(self) -> GaussianPosterior:
+        """The exact posterior of w as mean and covariance (the reference of a conjugate model)."""
+        return GaussianPosterior(*self.exact_posterior().mean_cov())
+
+    def latent_moments(self, posterior: ConjugatePosterior | GaussianPosterior) -> GaussianPosterior:
+        """q(w)'s mean and covariance, whatever form the algorithm hands it in."""
+        if isinstance(posterior, GaussianPosterior):
+            return posterior
+        return GaussianPosterior(*posterior.lam["w"].mean_cov())
+
     # -- capability: conditionally conjugate (no locals)
     def prior_natural(self) -> Globals:
         return dict(self._prior)

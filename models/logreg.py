@@ -199,6 +199,33 @@ class LatentLogisticModel(PolyaGammaAugmented, Model):
         """q(z) itself: ``evaluate`` takes a GaussianPosterior (capability :mod:`~svibench.capabilities.jax_log_joint`)."""
         return q
 
+    def test_marginals(self, mean: np.ndarray, cov: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Means and variances of the test points' ψ* under N(mean, cov) (``cov`` None: ``mean`` is a point, or
+        columns of points, and the variances are what ψ* keeps given it)."""
+        raise NotImplementedError
+
+    # -- comparison with a reference posterior (svibench.reference.capability)
+    def latent_moments(self, posterior) -> GaussianPosterior:
+        return self.gaussian(posterior)
+
+    def chain_latent(self, state: PolyaGammaChain) -> np.ndarray:
+        return state.z.copy()
+
+    def test_probabilities(self, q: GaussianPosterior) -> np.ndarray | None:
+        """p̂(y* = 1) = ∫σ(ψ*)N(ψ*|m*, v*)dψ* of every test point under q (None: no test set)."""
+        return None if not self.has_test else predictive_probability(*self.test_marginals(q.mean, q.cov))
+
+    def test_probabilities_of_draws(self, draws: np.ndarray, chunk: int = 256) -> np.ndarray | None:
+        """The posterior predictive p(y* = 1) of every test point, averaged over ``draws`` (S, D) of z."""
+        if not self.has_test:
+            return None
+        total = 0.0
+        for start in range(0, len(draws), chunk):
+            m, v = self.test_marginals(draws[start:start + chunk].T, None)  # (n_test, draws)
+            p = expit(m) if not np.any(v) else predictive_probability(m.ravel(), np.broadcast_to(v, m.shape).ravel())
+            total = total + p.reshape(m.shape).sum(1)
+        return total / len(draws)
+
     def elbo(self, q: GaussianPosterior) -> float:
         """Σₙ E_q[log p(yₙ|ηₙ)] − KL(q ‖ p), the expectations accurate to ~1e-10 relative."""
         return self.elbo_metrics(q)["elbo"]
@@ -311,13 +338,19 @@ class BayesianLogisticRegression(LatentLogisticModel):
         return JaxLogDensity(jax_logreg_log_joint, (X, self.y, self.precision))
 
     # -- evaluation
+    @property
+    def has_test(self) -> bool:
+        return self.X_test is not None
+
+    def test_marginals(self, mean: np.ndarray, cov: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        m = self.X_test @ mean
+        return m, (np.zeros(()) if cov is None else quadratic_rows(self.X_test, cov))
+
     def evaluate(self, posterior, rng: np.random.Generator) -> dict[str, float]:
         """Metrics of q(z): a GaussianPosterior, SVI/VMP's λ or the PG Gibbs chain (:meth:`gaussian`)."""
         q = self.gaussian(posterior)
         out = self.elbo_metrics(q)
         out["neg_elbo_authors"] = out["neg_elbo"] + 0.5 * np.log(self.bias_precision)
-        if self.X_test is not None:
-            m = self.X_test @ q.mean
-            v = quadratic_rows(self.X_test, q.cov)
-            out.update(binary_metrics(m, v, self.y_test))
+        if self.has_test:
+            out.update(binary_metrics(*self.test_marginals(q.mean, q.cov), self.y_test))
         return out

@@ -1,4 +1,4 @@
-"""The ``svibench`` command line: list, describe, run, report, regenerate, check, new."""
+"""The ``svibench`` command line: list, describe, run, report, regenerate, reference, check, new."""
 from __future__ import annotations
 
 import argparse
@@ -12,6 +12,9 @@ from pathlib import Path
 from .data import DataError
 from .executors import Executor, ExecutorError, dask_slots, run_dask, run_local
 from .memory import MemoryBudgetError
+from .reference import command as reference
+from .reference.artifact import ReferenceError
+from .reference.attach import missing_notes
 from .registry import RegistryError, get_registry
 from .results import ResultsError
 from .study import StudyError, load_study
@@ -124,6 +127,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"study {study.name!r} ({study.scale} scale): {len(study.runs)} runs, {workers} worker(s) -> {out}")
         for skip in study.skipped:
             print(f"  skipped {skip.algorithm} on {skip.problem}: {skip.reason}")
+        problems = {run.problem.key(): run.problem for run in study.runs}
+        for note in missing_notes(list(problems.values()), get_registry(study.plugins)):
+            print(f"  {note}")
     try:
         result = run_study(
             study, out, _executor(args, workers),
@@ -306,6 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default), or of every recorded one")
     p.set_defaults(func=_cmd_report)
 
+    reference.add_parser(sub)
+
     p = sub.add_parser("check", help="run the conformance suite on an algorithm plugin")
     p.add_argument("target", metavar="PLUGIN", help="a plugin file, or a registry or entry-point name")
     p.add_argument("--plugin", action="append", default=[], metavar="FILE", help="load algorithms from a Python file")
@@ -326,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (StudyError, RegistryError, DataError, ResultsError, SweepError, ExecutorError, MemoryBudgetError,
-            CliError) as exc:
+            CliError, ReferenceError) as exc:
         print(f"svibench: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (`svibench list | head`): no traceback, as Python's docs advise

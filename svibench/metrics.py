@@ -15,6 +15,9 @@ Kinds:
   test loss, PSNR, perplexity).
 - ``diagnostic``: a check on the run (e.g. a KL to a known posterior, a
   distance to the true topics); reported, never the study's answer.
+- ``accuracy``: posterior accuracy, q against the problem's gold-standard
+  reference posterior (:mod:`svibench.reference.accuracy`); added to a run's
+  metrics only when its problem has a reference, never the study's answer.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ __all__ = ["DERIVED", "Metric", "KINDS", "DIRECTIONS", "metric_table", "MetricEr
 HOW_TO_DECLARE = ("declare `metrics = metric_table(Metric(name, direction, kind, unit, ...), ...)` and "
                   "`answer = name` (svibench.metrics)")
 
-KINDS = ("objective", "task", "diagnostic")
+KINDS = ("objective", "task", "diagnostic", "accuracy")
 #: Rounding slack of :meth:`Metric.valid` at a finite bound: relative, and at least absolute.
 ROUNDING = 1e-9
 DIRECTIONS = ("higher", "lower")
@@ -52,7 +55,7 @@ class Metric:
         The key the model's ``evaluate`` returns.
     direction : {"higher", "lower"}
         Which way is better.
-    kind : {"objective", "task", "diagnostic"}
+    kind : {"objective", "task", "diagnostic", "accuracy"}
         See the module docstring.
     unit : str
         Its unit as a reader would write it ("nats", "bits per datum", "dB", "" for a ratio).
@@ -146,7 +149,7 @@ def check_declaration(model_cls: type) -> dict[str, Metric]:
     if bare:
         raise MetricError(f"model {name!r}: metric {bare[0]!r} has no metadata (a Metric named {bare[0]!r}); {HOW_TO_DECLARE}")
     answer = getattr(model_cls, "answer", "")
-    answers = [key for key, m in table.items() if m.kind != "diagnostic"]
+    answers = [key for key, m in table.items() if m.kind in ("objective", "task")]
     if answer not in answers:
         raise MetricError(f"model {name!r}: answer {answer!r} is not one of its objective or task metrics; "
                           f"set `answer` to one of {', '.join(answers) or '(none: declare one)'}")

@@ -32,8 +32,9 @@ from .metrics import HOW_TO_DECLARE, Metric, table_json
 from .clock import Clock, Stopwatch, one_thread
 from .model import Model, evaluate_posterior
 from .problem import build_model
+from .reference.attach import scorer_for
 from .registry import get_registry
-from .spec import Budget, RunSpec, canonical_json
+from .spec import Budget, ProblemSpec, RunSpec, canonical_json
 
 __all__ = ["execute", "run_seeds", "warm_up", "STATUSES", "TRACKED"]
 
@@ -87,10 +88,16 @@ class _Trajectory:
         self.answer = ""
         self.evaluation_seconds = 0.0
         self.first: dict[str, float] = {}
+        self.scorer, self.reference = None, ""
 
-    def describe(self, model: Model) -> None:
-        """Keep what the model's metrics mean on its data (``Model.metric_info``) and its answer, saved with the run."""
+    def describe(self, model: Model, problem: ProblemSpec) -> None:
+        """Keep what the model's metrics mean on its data (``Model.metric_info``) and its answer, saved with the run,
+        and the problem's reference posterior with its accuracy metrics if it has one (:mod:`svibench.reference`;
+        a stale one raises)."""
         self.metrics, self.answer = model.metric_info(), type(model).answer
+        self.scorer, self.reference = scorer_for(problem, model)
+        if self.scorer is not None:
+            self.metrics = {**self.metrics, **self.scorer.metrics}
 
     def record(self, model: Model, alg: Algorithm, rng: np.random.Generator, iteration: int, epoch: float,
                algorithm_seconds: float, wall_seconds: float) -> None:
@@ -98,7 +105,10 @@ class _Trajectory:
         (:func:`svibench.health.check_row`: a non-finite value, a value outside its declared range, an objective
         blown up), so that the run ends ``diverged`` with the checkpoints so far."""
         t_eval = time.perf_counter()
-        values = evaluate_posterior(model, alg.posterior(), rng)
+        posterior = alg.posterior()
+        values = evaluate_posterior(model, posterior, rng)
+        if self.scorer is not None:
+            values.update(self.scorer(model, posterior))
         self.evaluation_seconds += time.perf_counter() - t_eval
         unknown = set(values) - set(self.metrics)
         if unknown:
@@ -146,7 +156,7 @@ def execute(
         status, message, tb = "failed", f"{type(exc).__name__}: {exc}{_where(exc)}", traceback.format_exc()
     return to_dataset(spec, trajectory.rows, trajectory.metrics, status, message, tb,
                       wall_seconds=time.monotonic() - started, evaluation_seconds=trajectory.evaluation_seconds,
-                      answer=trajectory.answer, **timing.attrs())
+                      answer=trajectory.answer, reference=trajectory.reference, **timing.attrs())
 
 
 def warm_up(alg: Algorithm, model: Model) -> None:
@@ -189,7 +199,7 @@ def _run(spec: RunSpec, trajectory: _Trajectory, timing: _Timing,
     (status, message) of the run."""
     entry = get_registry(spec.plugins).algorithm(spec.algorithm)
     model = build_model(spec.problem, spec.plugins)
-    trajectory.describe(model)
+    trajectory.describe(model, spec.problem)
     alg = entry.build(dict(spec.params))
     alg.check_params()
     with one_thread() as timing.blas_threads:
@@ -258,6 +268,7 @@ def to_dataset(
     answer: str = "",
     warmup_seconds: float = float("nan"),
     blas_threads: float = float("nan"),
+    reference: str = "",
 ) -> xr.Dataset:
     """One run's trajectory with its identity in the attributes (the per-run file schema).
 
@@ -267,7 +278,8 @@ def to_dataset(
     read them instead of parsing names.  ``wall_seconds``: the whole run, wall clock;
     ``evaluation_seconds``: evaluation, wall clock; ``warmup_seconds``: :func:`warm_up`, CPU
     seconds (NaN: no warm-up); ``blas_threads``: the largest BLAS/OpenMP pool in force during
-    the run (1 when pinned).
+    the run (1 when pinned); ``reference``: the reference posterior that scored its accuracy metrics, or why
+    there is none (:func:`svibench.reference.attach.scorer_for`).
     """
     names = list(TRACKED) + [m for m in metrics if m not in TRACKED]
     names += sorted({k for row in rows for k in row} - set(names))
@@ -300,5 +312,6 @@ def to_dataset(
         answer=answer,
         warmup_seconds=warmup_seconds,
         blas_threads=blas_threads,
+        reference=reference,
     )
     return ds

@@ -18,7 +18,7 @@ from svibench.errors import IncompatibleModel
 from svibench.models.gamma_factor import GammaFactor
 from svibench.models.gpc import GPClassification
 from svibench.models.logreg import BayesianLogisticRegression
-from svibench.models.polya_gamma import LatentView, pg_draw, pg_mean
+from svibench.models.polya_gamma import LatentView, PolyaGammaChain, pg_draw, pg_mean
 from svibench.registry import get_registry
 
 
@@ -43,8 +43,10 @@ def tiny_gpc(n: int = 8) -> GPClassification:
 
 
 # -- the PG distribution
-@pytest.mark.parametrize("c", [0.0, 0.5, 2.0, 10.0])
+@pytest.mark.parametrize("c", [0.0, 0.5, 2.0, 10.0, 200.0, 500.0])
 def test_pg_draws_have_the_closed_form_mean_and_variance(c):
+    """Up to c = 500: polyagamma 2.0.2's default (Devroye) sampler draws PG(1, c) with 64 times the mean at
+    c = 200 (exact up to c ≈ 160), which GP classification's |f| reaches (issue 30)."""
     draws = pg_draw(1.0, np.full(200_000, c), np.random.default_rng(0))
     mean, var = pg_mean(1.0, c), (1.0 / 24.0 if c == 0 else pg_variance(c))  # the variance's limit at 0 is 1/24
     n = len(draws)
@@ -207,3 +209,25 @@ def test_every_family_is_scored_by_the_same_exact_elbo():
     q = GaussianPosterior(*vmp.lam_["z"].mean_cov())
     assert model.evaluate(vmp.posterior(), rng) == model.evaluate(q, rng)
     assert model.evaluate(q, rng)["elbo"] == pytest.approx(model.elbo(q), rel=1e-14)
+
+
+def test_gpc_draws_z_given_omega_without_k_inverse_from_the_conditional():
+    """GP classification draws f | ω in the B = I + W^½KW^½ form by Matheron's rule (models.gpc); on a
+    well-conditioned K, where the natural-parameter conditional (with K⁻¹) is accurate, the recorded moments
+    are its moments and 20,000 draws have its mean and covariance within 5 standard errors."""
+    model = tiny_gpc()
+    rng = np.random.default_rng(4)
+    omega = pg_draw(1.0, 3.0 * rng.standard_normal(model.n_train), rng)
+    mean, cov = model._conditional(omega).mean_cov()
+    state, draws = PolyaGammaChain(np.zeros(model.n_train), omega), []
+    for _ in range(20_000):
+        state = model._draw_z(state, rng)
+        draws.append(state.z)
+    recorded = state.moments()
+    np.testing.assert_allclose(recorded.mean, mean, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(recorded.cov, cov, rtol=1e-7, atol=1e-9)
+    draws = np.array(draws)
+    n, var = len(draws), np.diag(cov)
+    assert np.all(np.abs(draws.mean(0) - mean) < 5 * np.sqrt(var / n))
+    se = np.sqrt((np.outer(var, var) + cov**2) / n)
+    assert np.all(np.abs(np.cov(draws, rowvar=False) - cov) < 5 * se)

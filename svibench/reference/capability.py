@@ -1,0 +1,63 @@
+"""What a model offers so that its runs can be compared with a reference posterior.
+
+Every such model maps whatever posterior an algorithm hands it to the Gaussian moments of its latent vector
+(:class:`Comparable`), and gives its reference one of two ways:
+
+* exactly (:class:`ExactReference`): a conjugate model's closed-form posterior (``linreg``);
+* by a long run of an exact sampler (:class:`SampledReference`): a
+  :class:`~svibench.capabilities.ConditionalSampler` whose chain state yields the latent vector
+  (``logreg`` and ``gpc``: the Pólya-Gamma Gibbs sampler of ``models.polya_gamma``).
+
+A model that also predicts test labels (:class:`PredictsClasses`) gets the predictive distance.
+
+Extension point for label-switching models (mixtures, LDA, BPFA: not yet offered): such a model defines
+``align_draws(draws) -> draws`` (draws (S, D), e.g. each draw's components permuted to best match a pivot, as
+in Stephens 2000), which :func:`svibench.reference.sampling.sample_chains` applies before any moment is
+taken, and aligns q to the reference in its ``latent_moments``.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from svibench.capabilities import ConditionalSampler
+from svibench.capabilities.latent_gaussian import GaussianPosterior
+
+__all__ = ["Comparable", "ExactReference", "SampledReference", "PredictsClasses", "reference_kind"]
+
+
+@runtime_checkable
+class Comparable(Protocol):
+    def latent_moments(self, posterior: Any) -> GaussianPosterior:
+        """Mean and covariance of the latent vector under an algorithm's posterior (any type ``evaluate`` takes)."""
+
+
+@runtime_checkable
+class ExactReference(Comparable, Protocol):
+    def exact_latent_posterior(self) -> GaussianPosterior:
+        """The exact posterior's mean and covariance."""
+
+
+@runtime_checkable
+class SampledReference(Comparable, ConditionalSampler, Protocol):
+    def chain_latent(self, state: Any) -> np.ndarray:
+        """The latent vector (D,) at a state of the chain (a copy)."""
+
+
+@runtime_checkable
+class PredictsClasses(Protocol):
+    def test_probabilities(self, q: GaussianPosterior) -> np.ndarray | None:
+        """p(y* = 1) of every test point under a Gaussian q (None: no test set)."""
+
+    def test_probabilities_of_draws(self, draws: np.ndarray) -> np.ndarray | None:
+        """The posterior predictive p(y* = 1) of every test point, averaged over draws (S, D) of the latent."""
+
+
+def reference_kind(model: Any) -> str | None:
+    """"exact", "sampled", or None when the model cannot be compared with a reference."""
+    if isinstance(model, ExactReference):
+        return "exact"
+    if isinstance(model, SampledReference):
+        return "sampled"
+    return None
