@@ -16,6 +16,7 @@ from ..results import answers, metric_info, run_files
 from ..verdicts import Evidence, Verdict, judge
 from .claims import Claim, parse_claims, parse_references
 from .compare import pools, unranked
+from .accuracy import accuracy_figure, accuracy_metrics, accuracy_table, closest_table
 from .figures import (AXES, ReportFigure, best_known, curve_figure, final_figure, headline_styles, palette,
                       profile_figure)
 from .frozen import Amendments, amendments, claim_tables
@@ -85,6 +86,14 @@ def _figures(ok: xr.Dataset, settings: ReportSettings, info: dict[str, Metric], 
         figures.append(final_figure(ok, metric, colours, dpi=dpi, split_panels=settings.split_panels,
                                     fstar=fstars.get(metric)))
     return [f for f in figures if f is not None]
+
+
+def _accuracy(ok: xr.Dataset, info: dict[str, Metric], colours: dict, dpi: int) -> list:
+    """The posterior-accuracy section (:mod:`.accuracy`): empty when no run was scored against a reference."""
+    if not ok.sizes["run"] or not accuracy_metrics(info):
+        return []
+    items = [closest_table(ok, info), accuracy_table(ok, info), accuracy_figure(ok, info, colours, dpi=dpi)]
+    return [item for item in items if item is not None]
 
 
 def _headline(ok: xr.Dataset, rank: pd.DataFrame, settings: ReportSettings, info: dict[str, Metric],
@@ -194,7 +203,9 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     skipped = skipped_pairs(manifest)
     header = make_header(ds, manifest, settings, _results_written(folder))
     lookup = NoteLookup(ev, targets[0] if targets and targets[0].metric in ds else None)  # as NoteLookup.of, sharing ev
+    accuracy = _accuracy(ok, info, colours, dpi)
     sections: list[Section] = [("At a glance", glance), *([("Figures", figures)] if figures else []),
+                               *([("Posterior accuracy", accuracy)] if accuracy else []),
                                *([("Across problems", across)] if across else [])]
     if verdicts:
         sections.append(("Claims", [claim_notes(verdicts, amended, lambda note: render_note(note, lookup))]))
@@ -202,7 +213,8 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     sections += [("Time to target", list(reach))] if reach else []
     sections += [("Paper vs this run", [paper])] if paper else []
     sections.append(("Runs not ok", [not_ok] + ([skipped] if skipped else [])))
-    written = _write(Path(out), header, sections, figures + across[1:] + ([top] if top else []),
+    drawn = [f for f in accuracy if isinstance(f, ReportFigure)]
+    written = _write(Path(out), header, sections, figures + drawn + across[1:] + ([top] if top else []),
                      ledger(header, manifest, verdicts, amended))
     tables = [t for _, items in sections for t in items if isinstance(t, Table)]
     return Report(Path(out), Path(out) / "index.html", Path(out) / "summary.md", written, tables, verdicts)

@@ -1,0 +1,68 @@
+"""The report's posterior-accuracy section (issue 30): the closest q, its metrics and the ELBO-against-accuracy figure,
+read from the runs' recorded accuracy metrics."""
+from __future__ import annotations
+
+import pytest
+
+from svibench.executors import run_local
+from svibench.problem import build_model
+from svibench.reference.build import make_reference
+from svibench.reference.sampling import SamplerSettings
+from svibench.report import write_report
+from svibench.spec import ProblemSpec
+from svibench.study import parse_study
+from svibench.sweep import run_study
+
+LINREG = ProblemSpec("linreg/small", "linreg", "linreg-synthetic", {}, {"n": 200, "n_test": 50, "dim": 3})
+STUDY = {
+    "study": {"name": "accuracy", "seeds": [0, 1]},
+    "budget": {"iterations": 40, "checkpoints": 10},
+    "problem": [{"name": "linreg/small", "model": "linreg", "dataset": "linreg-synthetic",
+                 "dataset_params": {"n": 200, "n_test": 50, "dim": 3}},
+                {"name": "linreg/other", "model": "linreg", "dataset": "linreg-synthetic",
+                 "dataset_params": {"n": 100, "n_test": 50, "dim": 3}}],
+    "algorithm": [{"name": "vmp"}, {"name": "bbvi", "params": {"family": "meanfield", "n_samples": 5}}],
+}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    root = tmp_path_factory.mktemp("accuracy")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SVIBENCH_REFERENCE_DIR", str(root / "references"))
+        make_reference(LINREG, build_model(LINREG, cache=False), SamplerSettings())
+        run_study(parse_study(STUDY), root / "results", run_local, progress=False)
+    return write_report(root / "results", root / "report")
+
+
+def _table(report, title):
+    return next(t for t in report.tables if t.title == title)
+
+
+def test_vmp_exact_on_linreg_is_the_closest_q_and_the_elbo_winner(report):
+    closest = _table(report, "Closest to the reference, and the ELBO's winner").data
+    assert closest.to_dict("records") == [{"problem": "linreg/small", "closest": "VMP", "best_elbo": "VMP", "same": True}]
+
+
+def test_the_accuracy_table_holds_the_runs_medians_and_only_problems_with_a_reference(report):
+    data = _table(report, "Posterior accuracy against the reference").data
+    assert set(data.index.get_level_values("problem")) == {"linreg/small"}  # linreg/other has no reference
+    assert data.loc[("linreg/small", "VMP"), "ref_mean_error"] < 1e-8
+    assert data.loc[("linreg/small", "BBVI"), "ref_mean_error"] > 1e-3
+    assert data.loc[("linreg/small", "BBVI"), "ref_w2"] > data.loc[("linreg/small", "VMP"), "ref_w2"]
+
+
+def test_the_report_draws_elbo_against_accuracy_and_says_it_in_both_renderings(report):
+    assert (report.folder / "figures" / "elbo-vs-accuracy.png").stat().st_size > 1000
+    for page in ("index.html", "summary.md"):  # the page embeds the figure, the Markdown links it
+        text = (report.folder / page).read_text()
+        assert "Posterior accuracy" in text and "ELBO against posterior accuracy" in text
+    assert "figures/elbo-vs-accuracy.png" in (report.folder / "summary.md").read_text()
+
+
+def test_a_report_without_accuracy_metrics_has_no_accuracy_section(tmp_path, monkeypatch):
+    monkeypatch.setenv("SVIBENCH_REFERENCE_DIR", str(tmp_path / "none"))
+    study = {**STUDY, "problem": STUDY["problem"][1:], "algorithm": STUDY["algorithm"][:1]}
+    run_study(parse_study(study), tmp_path / "results", run_local, progress=False)
+    built = write_report(tmp_path / "results", tmp_path / "report")
+    assert "Posterior accuracy" not in (built.folder / "summary.md").read_text()
