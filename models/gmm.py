@@ -18,12 +18,14 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from svibench.capabilities import ConjugatePosterior, Globals, LocalApprox
+from svibench.capabilities.latent_gaussian import GaussianPosterior
 from svibench.data import Dataset
 from svibench.expfam import LOG_2PI, DirichletNatural
 from svibench.expfam.normal_gamma import NormalGammaNatural
 from svibench.metrics import Metric, metric_table
 from svibench.model import Model
 
+from .gmm_chain import MixtureChain, align_draws, align_to, assignment_statistics, draw_assignments, globals_moments
 from .mixture_family import MixtureFamily, split_draws
 
 __all__ = ["GaussianMixture", "MixtureMoments"]
@@ -83,9 +85,12 @@ class GaussianMixture(Model):
     #: Exact for every posterior an algorithm hands out.
     answer = "elbo"
     primary = ("elbo", "heldout_loglik")
-    posterior_types = (ConjugatePosterior,)
+    posterior_types = (ConjugatePosterior, MixtureChain)
     local_kinds: ClassVar[tuple[str, ...]] = ("mf", "gibbs")
     init_methods: ClassVar[tuple[str, ...]] = ("random",)
+    #: How its reference posterior is sampled (svibench.reference).
+    sampler_name: ClassVar[str] = ("uncollapsed Gibbs over (z, π, μ, τ) (Bishop 2006, §10.2), draws relabelled "
+                                   "to a pivot by the Hungarian algorithm (Stephens 2000)")
     family_kinds: ClassVar[tuple[str, ...]] = ("conjugate",)
 
     def __init__(self, data: Dataset, *, components: int = 5, alpha0: float = 1.0, m0: float = 0.0,
@@ -196,6 +201,48 @@ class GaussianMixture(Model):
                  + (a0 - 0.5) / tau - 0.5 * kappa0 * (mu - m0) ** 2 - b0)
         return np.concatenate([g_pi, g_mu.reshape(len(z), -1), g_tau.reshape(len(z), -1)], axis=1)
 
+    # -- capability: Gibbs sampler (svibench.capabilities.ConditionalSampler; models.gmm_chain)
+    def _conditional_globals(self, z: np.ndarray) -> Globals:
+        """p(π, μ, τ | z, x): the prior plus the statistics of the assignments (conjugate)."""
+        stats = assignment_statistics(self.X, z, self.components)
+        return {name: self._prior[name] + stats[name] for name in self._prior}
+
+    def chain_init(self, rng: np.random.Generator, method: str = "random") -> MixtureChain:
+        """(π, μ, τ) drawn from :meth:`init_globals`' q (components on K distinct random data points), then one
+        sweep, so every variable of the state is a draw."""
+        draw = self.sampled_view(self.init_globals(rng, method), rng)
+        state = MixtureChain(np.zeros(self.n_train, dtype=int), np.exp(draw.log_pi), draw.tau_mu / draw.tau, draw.tau)
+        return self.chain_sweep(state, rng)
+
+    def chain_sweep(self, state: MixtureChain, rng: np.random.Generator) -> MixtureChain:
+        """z | π, μ, τ (Gumbel-max), then π | z ~ Dir and (μ, τ) | z ~ NormalGamma (``models.gmm_chain``)."""
+        view = MixtureMoments(np.log(state.pi), state.tau * state.mu, state.tau * state.mu**2, state.tau,
+                              np.log(state.tau))
+        z = draw_assignments(view.log_weights(self.X), rng)
+        lam = self._conditional_globals(z)
+        pi = np.maximum(lam["pi"].sample(rng), np.finfo(float).tiny)
+        mu, tau = np.moveaxis(lam["theta"].sample(rng), -1, 0)
+        return MixtureChain(z, pi, mu, tau)
+
+    # -- capability: reference posterior (svibench.reference; θ = (μ, π), models.gmm_chain)
+    def chain_latent(self, state: MixtureChain) -> np.ndarray:
+        """θ = (μ (K·D), π (K)) at the state, in the chain's own labels (relabelled by :meth:`align_draws`)."""
+        return state.latent()
+
+    def latent_moments(self, posterior: ConjugatePosterior | MixtureChain) -> GaussianPosterior:
+        """Mean and covariance of θ = (μ, π) under q; for a chain state, under p(π, μ, τ | z) (Rao–Blackwellised),
+        in the posterior's own component order (:meth:`align_to` orders it as a reference)."""
+        lam = self._conditional_globals(posterior.z) if isinstance(posterior, MixtureChain) else posterior.lam
+        return globals_moments(lam)
+
+    def align_draws(self, draws: np.ndarray) -> np.ndarray:
+        """Draws of θ (S, K·D + K) relabelled to one pivot (``models.gmm_chain.align_draws``)."""
+        return align_draws(draws, self.components, self.X.std(axis=0) + 1e-12)
+
+    def align_to(self, q: GaussianPosterior, ref_mean: np.ndarray) -> GaussianPosterior:
+        """q's components permuted to match the reference's means (``models.gmm_chain.align_to``)."""
+        return align_to(q, ref_mean, self.components, self.X.std(axis=0) + 1e-12)
+
     # -- evaluation
     def elbo(self, lam: Globals) -> float:
         """Exact ELBO with the locals at their optimum given λ:
@@ -215,8 +262,11 @@ class GaussianMixture(Model):
                  - (nu + 1) / 2 * np.log1p((x - m) ** 2 / (nu * scale2)))
         return float(logsumexp(log_w + log_t.sum(-1), axis=1).mean())
 
-    def evaluate(self, posterior: ConjugatePosterior, rng: np.random.Generator) -> dict[str, float]:
-        out = {"elbo": self.elbo(posterior.lam)}
+    def evaluate(self, posterior: ConjugatePosterior | MixtureChain, rng: np.random.Generator) -> dict[str, float]:
+        """Both metrics of q; a Gibbs state is scored by q = p(π, μ, τ | z) at its assignments, a member of the
+        conjugate family whose ELBO and predictive are exact (Rao–Blackwellised over the globals' draw)."""
+        lam = self._conditional_globals(posterior.z) if isinstance(posterior, MixtureChain) else posterior.lam
+        out = {"elbo": self.elbo(lam)}
         if self.X_test is not None and len(self.X_test):
-            out["heldout_loglik"] = self.heldout_loglik(posterior.lam)
+            out["heldout_loglik"] = self.heldout_loglik(lam)
         return out

@@ -16,7 +16,7 @@ from svibench.spec import ProblemSpec
 
 from .accuracy import ACCURACY_METRICS, accuracy
 from .artifact import Reference, check_fresh, load_reference, reference_path
-from .capability import PredictsClasses, reference_kind
+from .capability import LabelSwitching, PredictsClasses, reference_kind
 
 __all__ = ["Scorer", "scorer_for", "missing_note", "missing_notes"]
 
@@ -47,8 +47,10 @@ class Scorer:
         return {m: ACCURACY_METRICS[m] for m in names}
 
     def __call__(self, model: Model, posterior: Any) -> dict[str, float]:
-        q = model.latent_moments(posterior)
         ref = self.reference
+        q = model.latent_moments(posterior)
+        if isinstance(model, LabelSwitching):
+            q = model.align_to(q, ref.mean)
         p_q = model.test_probabilities(q) if ref.predictive is not None and isinstance(model, PredictsClasses) else None
         return accuracy(q.mean, q.cov, ref.mean, ref.cov, p_q, ref.predictive)
 

@@ -10,10 +10,11 @@ Every such model maps whatever posterior an algorithm hands it to the Gaussian m
 
 A model that also predicts test labels (:class:`PredictsClasses`) gets the predictive distance.
 
-Extension point for label-switching models (mixtures, LDA, BPFA: not yet offered): such a model defines
-``align_draws(draws) -> draws`` (draws (S, D), e.g. each draw's components permuted to best match a pivot, as
-in Stephens 2000), which :func:`svibench.reference.sampling.sample_chains` applies before any moment is
-taken, and aligns q to the reference in its ``latent_moments``.
+Label-switching models (the Gaussian mixture ``gmm``, ``models.gmm_chain``; LDA and BPFA not yet offered) define
+``align_draws(draws) -> draws`` (draws (S, D), every chain's draws stacked, e.g. each draw's components permuted to
+best match one pivot, as in Stephens 2000), which :func:`svibench.reference.sampling.sample_chains` applies to all
+chains together before any moment is taken, and ``align_to(q, ref_mean) -> q`` (:class:`LabelSwitching`), which
+the run's scorer (:mod:`.attach`) applies to q's moments to put its components in the reference's order.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import numpy as np
 from svibench.capabilities import ConditionalSampler
 from svibench.capabilities.latent_gaussian import GaussianPosterior
 
-__all__ = ["Comparable", "ExactReference", "SampledReference", "PredictsClasses", "reference_kind"]
+__all__ = ["Comparable", "ExactReference", "SampledReference", "LabelSwitching", "PredictsClasses", "reference_kind"]
 
 
 @runtime_checkable
@@ -43,6 +44,15 @@ class ExactReference(Comparable, Protocol):
 class SampledReference(Comparable, ConditionalSampler, Protocol):
     def chain_latent(self, state: Any) -> np.ndarray:
         """The latent vector (D,) at a state of the chain (a copy)."""
+
+
+@runtime_checkable
+class LabelSwitching(Protocol):
+    def align_draws(self, draws: np.ndarray) -> np.ndarray:
+        """Draws (S, D) of the latent, each relabelled to one common order."""
+
+    def align_to(self, q: GaussianPosterior, ref_mean: np.ndarray) -> GaussianPosterior:
+        """q's mean and covariance with its labels permuted to best match the reference's mean."""
 
 
 @runtime_checkable

@@ -67,6 +67,6 @@ def sample_chains(model: SampledReference, settings: SamplerSettings) -> Chains:
     draws = np.array([_one_chain(model, settings, seed, method) for seed, method in zip(seeds, inits)])
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     align = getattr(model, "align_draws", None)
-    if align is not None:  # label-switching models (svibench.reference.capability)
-        draws = np.array([align(chain) for chain in draws])
+    if align is not None:  # label-switching models: all chains to one pivot (svibench.reference.capability)
+        draws = align(draws.reshape(-1, draws.shape[-1])).reshape(draws.shape)
     return Chains(draws, inits, cpu, wall)

@@ -146,12 +146,12 @@ def test_svibench_run_names_the_command_for_each_problem_without_reference(refdi
     from svibench.reference.attach import missing_notes
     from svibench.registry import get_registry
 
-    gmm = ProblemSpec("gmm/s", "gmm", "gmm-synthetic", {}, {})
-    assert missing_notes([LINREG, gmm], get_registry()) == [
+    pmf = ProblemSpec("pmf/s", "pmf", "pmf-synthetic", {}, {})  # a model that offers no reference posterior
+    assert missing_notes([LINREG, pmf], get_registry()) == [
         "no reference posterior for linreg/small: posterior-accuracy metrics skipped; compute one with "
         "`svibench reference STUDY.toml --problem 'linreg/small'`"]
     make_reference(LINREG, build_model(LINREG, cache=False), SHORT)
-    assert missing_notes([LINREG, gmm], get_registry()) == []
+    assert missing_notes([LINREG, pmf], get_registry()) == []
 
 
 def test_a_pg_gibbs_reference_matches_the_posterior_by_quadrature_within_mcse():
