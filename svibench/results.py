@@ -35,7 +35,7 @@ __all__ = ["write_run", "read_run", "open_results", "run_files", "environment", 
 #: structured parts (``method``, ``variant``, ``problem_base``, ``problem_grid``; dicts as JSON) and what its
 #: metrics mean (``metric_info``, JSON of :func:`svibench.metrics.table_json`; ``answer``).
 RUN_COORDS = ("run_id", "problem", "problem_base", "problem_grid", "model", "dataset", "algorithm", "label", "method",
-              "variant", "seed", "params", "status", "message", "metric_info", "answer")
+              "variant", "seed", "params", "status", "message", "metric_info", "answer", "reference")
 #: Per-run numeric attributes that become float coordinates along ``run`` (NaN for runs written before them).
 RUN_NUMBERS = ("warmup_seconds", "blas_threads")
 

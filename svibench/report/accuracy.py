@@ -23,7 +23,8 @@ from .figures import ReportFigure, _compact_png, _grid_figure, _legend, best_kno
 from .fmt import DASH, number
 from .tables import Table
 
-__all__ = ["accuracy_metrics", "accuracy_table", "closest_table", "accuracy_figure", "CLOSEST_BY", "ELBO"]
+__all__ = ["accuracy_metrics", "accuracy_table", "closest_table", "accuracy_figure", "references_table", "CLOSEST_BY",
+           "ELBO"]
 
 #: The metric "closest to the reference" is judged by: RMS over the latent coordinates of |E_q − E_ref| / sd_ref.
 CLOSEST_BY = "ref_mean_error"
@@ -94,6 +95,21 @@ def closest_table(ok: xr.Dataset, info: dict[str, Metric]) -> Table | None:
                  rows, f"Closest: smallest median final {CLOSEST_BY} (RMS of the mean's error in reference standard "
                  "deviations); best ELBO: largest median final elbo. Both over the ok runs of each algorithm.",
                  data=pd.DataFrame(records))
+
+
+def references_table(ds: xr.Dataset) -> Table | None:
+    """Per problem, the reference its runs were scored against (and whether it passed its diagnostics), or the
+    command that computes one: what each run recorded (``reference``, :mod:`svibench.reference.attach`)."""
+    if "reference" not in ds.coords:
+        return None
+    notes = pd.DataFrame({"problem": ds["problem"].values.astype(str), "reference": ds["reference"].values.astype(str)})
+    notes = notes[notes["reference"] != ""].drop_duplicates("problem").sort_values("problem")
+    if notes.empty:
+        return None
+    return Table("Reference posteriors", ["problem", "reference"], notes.values.tolist(),
+                 "The reference each problem's runs were scored against, as the runs recorded it; one that failed the "
+                 "diagnostics floor (split-R̂ < 1.01, bulk and tail ESS ≥ 400) was stored only with --force and says so.",
+                 data=notes.reset_index(drop=True))
 
 
 def accuracy_figure(ok: xr.Dataset, info: dict[str, Metric], colours: dict, *, dpi: int = 100) -> ReportFigure | None:

@@ -16,7 +16,7 @@ from ..results import answers, metric_info, run_files
 from ..verdicts import Evidence, Verdict, judge
 from .claims import Claim, parse_claims, parse_references
 from .compare import pools, unranked
-from .accuracy import accuracy_figure, accuracy_metrics, accuracy_table, closest_table
+from .accuracy import accuracy_figure, accuracy_metrics, accuracy_table, closest_table, references_table
 from .figures import (AXES, ReportFigure, best_known, curve_figure, final_figure, headline_styles, palette,
                       profile_figure)
 from .frozen import Amendments, amendments, claim_tables
@@ -92,7 +92,8 @@ def _accuracy(ok: xr.Dataset, info: dict[str, Metric], colours: dict, dpi: int) 
     """The posterior-accuracy section (:mod:`.accuracy`): empty when no run was scored against a reference."""
     if not ok.sizes["run"] or not accuracy_metrics(info):
         return []
-    items = [closest_table(ok, info), accuracy_table(ok, info), accuracy_figure(ok, info, colours, dpi=dpi)]
+    items = [closest_table(ok, info), accuracy_table(ok, info), accuracy_figure(ok, info, colours, dpi=dpi),
+             references_table(ok)]
     return [item for item in items if item is not None]
 
 

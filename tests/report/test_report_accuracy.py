@@ -60,6 +60,12 @@ def test_the_report_draws_elbo_against_accuracy_and_says_it_in_both_renderings(r
     assert "figures/elbo-vs-accuracy.png" in (report.folder / "summary.md").read_text()
 
 
+def test_the_report_names_each_problems_reference_or_the_command_that_makes_one(report):
+    rows = dict(_table(report, "Reference posteriors").rows)
+    assert "passed its diagnostics" in rows["linreg/small"]
+    assert "svibench reference STUDY.toml --problem 'linreg/other'" in rows["linreg/other"]
+
+
 def test_a_report_without_accuracy_metrics_has_no_accuracy_section(tmp_path, monkeypatch):
     monkeypatch.setenv("SVIBENCH_REFERENCE_DIR", str(tmp_path / "none"))
     study = {**STUDY, "problem": STUDY["problem"][1:], "algorithm": STUDY["algorithm"][:1]}
