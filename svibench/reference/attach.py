@@ -47,8 +47,13 @@ class Scorer:
         return {m: ACCURACY_METRICS[m] for m in names}
 
     def __call__(self, model: Model, posterior: Any) -> dict[str, float]:
+        """The metrics of ``posterior``; a label-switching model's ``align_to(q, reference_mean)`` first relabels
+        q's moments to the reference's (:mod:`.capability`)."""
         q = model.latent_moments(posterior)
         ref = self.reference
+        align = getattr(model, "align_to", None)
+        if align is not None:
+            q = align(q, ref.mean)
         p_q = model.test_probabilities(q) if ref.predictive is not None and isinstance(model, PredictsClasses) else None
         return accuracy(q.mean, q.cov, ref.mean, ref.cov, p_q, ref.predictive)
 

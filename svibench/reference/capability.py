@@ -10,10 +10,16 @@ Every such model maps whatever posterior an algorithm hands it to the Gaussian m
 
 A model that also predicts test labels (:class:`PredictsClasses`) gets the predictive distance.
 
-Extension point for label-switching models (mixtures, LDA, BPFA: not yet offered): such a model defines
-``align_draws(draws) -> draws`` (draws (S, D), e.g. each draw's components permuted to best match a pivot, as
-in Stephens 2000), which :func:`svibench.reference.sampling.sample_chains` applies before any moment is
-taken, and aligns q to the reference in its ``latent_moments``.
+Extension point for label-switching models (LDA; mixtures, BPFA: not yet offered): such a model defines
+``align_draws(draws) -> draws`` (draws (S, D) of every chain pooled, e.g. each draw's components permuted to
+best match a pivot, as in Stephens 2000), which :func:`svibench.reference.sampling.sample_chains` applies before
+any moment is taken, and ``align_to(q, reference_mean) -> q`` (q a :class:`GaussianPosterior` of
+``latent_moments``), which the scorer (:class:`svibench.reference.attach.Scorer`) applies to relabel q's
+components to the reference's before comparing.
+
+A large latent (LDA's topic summaries) may give ``latent_moments``' ``cov`` as a vector of variances: the
+reference then stores only the diagonal (:data:`svibench.reference.moments.FULL_COV_MAX`) and the metrics
+compare the diagonal Gaussians.
 """
 from __future__ import annotations
 

@@ -4,6 +4,9 @@ Each chain has its own child of one :class:`numpy.random.SeedSequence` and start
 initialisations in turn (for the Pólya-Gamma models "prior" and "dispersed", so half the chains start from
 over-dispersed draws of z from its prior, as R̂ assumes: Gelman & Rubin 1992; Vehtari et al. 2021, §3).
 The first ``warmup`` sweeps of every chain are discarded, then every ``thin``-th of ``draws × thin`` is kept.
+A label-switching model's ``align_draws`` gets the kept draws of all chains pooled, chain after chain
+((chains × draws, D)): chains started apart settle on different labellings, and R̂ means something only once
+they are relabelled to one pivot.
 """
 from __future__ import annotations
 
@@ -67,6 +70,6 @@ def sample_chains(model: SampledReference, settings: SamplerSettings) -> Chains:
     draws = np.array([_one_chain(model, settings, seed, method) for seed, method in zip(seeds, inits)])
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     align = getattr(model, "align_draws", None)
-    if align is not None:  # label-switching models (svibench.reference.capability)
-        draws = np.array([align(chain) for chain in draws])
+    if align is not None:  # label-switching models: every chain's draws at once, so that all share one labelling
+        draws = align(draws.reshape(-1, draws.shape[-1])).reshape(draws.shape)
     return Chains(draws, inits, cpu, wall)
