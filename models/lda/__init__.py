@@ -17,7 +17,7 @@ Capabilities
   The expected view is exp(E[log β]), the sampled one a draw β ~ q(β).
 * **Conditional sampler**: Griffiths & Steyvers (2004)'s collapsed Gibbs sampler
   (``algorithms.gibbs``), the reference.
-* **Sampled reference posterior** (``svibench reference``): the chain's Rao–Blackwellised topics binned onto
+* **Sampled reference posterior** (``svibench reference``): draws of the topics given the chain's z, binned onto
   the corpus's most frequent words (``alignment``), relabelled to one pivot (label switching); q's topics are
   relabelled to the reference's before they are compared.
 * **Log joint** with z summed out, on normalised-Gamma coordinates (``joint``), for
@@ -53,7 +53,7 @@ from svibench.model import IncompatibleData, Model
 
 from ..gamma_family import MeanFieldGamma
 from . import joint
-from .alignment import align_draws, dirichlet_summary, match, summary_words
+from .alignment import align_draws, dirichlet_summary, dirichlet_summary_draw, match, summary_words
 from .corpus import LOOPS, Chain, Corpus
 from .evaluation import completion_loglik, elbo, fit_documents
 
@@ -166,7 +166,7 @@ class LDA(Model):
         nwk = np.zeros((self.V, self.K), dtype=np.int64)
         np.add.at(ndk, (doc, z), 1)
         np.add.at(nwk, (word, z), 1)
-        return Chain(z, ndk, nwk, nwk.sum(axis=0))
+        return Chain(z, ndk, nwk, nwk.sum(axis=0), rng)
 
     def chain_sweep(self, state: Chain, rng: np.random.Generator) -> Chain:
         doc, word = self._tokens
@@ -188,9 +188,11 @@ class LDA(Model):
         return summary_words(np.asarray(self.corpus.csr.sum(axis=0)).ravel(), self.reference_words)
 
     def chain_latent(self, state: Chain) -> np.ndarray:
-        """E[summary | z], flattened (K(M + 1),): the binned Rao–Blackwellised topics, β_k | z ~ Dir(n_k· + η)
-        with mean (n_kw + η) / (n_k + Vη) (Griffiths & Steyvers 2004)."""
-        return dirichlet_summary(state.nwk.T + self.eta, self._summary_words)[0].ravel()
+        """A draw of the binned topics given z, flattened (K(M + 1),): β_k | z ~ Dir(n_k· + η) (Griffiths & Steyvers
+        2004), from the chain's own Generator.  A draw, not the Rao–Blackwellised mean (n_kw + η) / (n_k + Vη):
+        the spread of those means over z leaves out E[Var(β | z)] (law of total variance), so their sd would
+        understate the posterior's."""
+        return dirichlet_summary_draw(state.nwk.T + self.eta, self._summary_words, state.rng).ravel()
 
     def latent_moments(self, posterior: ConjugatePosterior | Chain | Blocks) -> GaussianPosterior:
         """Mean and variances (``cov`` as a vector: the diagonal) of the binned topics under ``posterior``."""

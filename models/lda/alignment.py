@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-__all__ = ["summary_words", "dirichlet_summary", "hellinger", "match", "align_draws"]
+__all__ = ["summary_words", "dirichlet_summary", "dirichlet_summary_draw", "hellinger", "match", "align_draws"]
 
 
 def summary_words(counts_per_word: np.ndarray, m: int) -> np.ndarray:
@@ -39,6 +39,15 @@ def dirichlet_summary(concentration: np.ndarray, words: np.ndarray) -> tuple[np.
     a = np.concatenate([a_words, (concentration.sum(axis=1) - a_words.sum(axis=1))[:, None]], axis=1)
     a0 = a.sum(axis=1, keepdims=True)
     return a / a0, a * (a0 - a) / (a0**2 * (a0 + 1.0))
+
+
+def dirichlet_summary_draw(concentration: np.ndarray, words: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One draw (K, M + 1) of each topic's binned vector when β_k ~ Dir(a_k): Dir(a_kW, Σ_{w∉W} a_kw) by
+    normalised Gamma draws."""
+    a_words = concentration[:, words]
+    a = np.concatenate([a_words, (concentration.sum(axis=1) - a_words.sum(axis=1))[:, None]], axis=1)
+    g = rng.gamma(a)
+    return g / g.sum(axis=1, keepdims=True)
 
 
 def hellinger(p: np.ndarray, r: np.ndarray) -> np.ndarray:

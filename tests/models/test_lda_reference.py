@@ -84,3 +84,12 @@ def test_the_collapsed_gibbs_reference_finds_the_true_topics_and_its_chains_agre
     _, distance = match(means.mean(axis=0), truth)
     spread = match(np.full_like(truth, 1.0 / truth.shape[1]), truth)[1]  # what a topic-free answer scores
     assert np.all(distance < 0.05) and np.all(spread > 0.3)
+
+
+def test_the_chains_latent_is_a_draw_of_the_binned_topics_given_z_not_their_conditional_mean():
+    model = _model()
+    state = model.chain_init(np.random.default_rng(6))
+    draws = np.array([model.chain_latent(state) for _ in range(20_000)])
+    mean, var = dirichlet_summary(state.nwk.T + model.eta, model._summary_words)
+    assert np.allclose(draws.mean(0), mean.ravel(), atol=4 * np.sqrt(var.max() / len(draws)))
+    assert np.allclose(draws.var(0), var.ravel(), rtol=0.06, atol=1e-9)
