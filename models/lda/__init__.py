@@ -17,6 +17,9 @@ Capabilities
   The expected view is exp(E[log β]), the sampled one a draw β ~ q(β).
 * **Conditional sampler**: Griffiths & Steyvers (2004)'s collapsed Gibbs sampler
   (``algorithms.gibbs``), the reference.
+* **Sampled reference posterior** (``svibench reference``): draws of the topics given the chain's z, binned onto
+  the corpus's most frequent words (``alignment``), relabelled to one pivot (label switching); q's topics are
+  relabelled to the reference's before they are compared.
 * **Log joint** with z summed out, on normalised-Gamma coordinates (``joint``), for
   BBVI and ADAM.
 
@@ -40,6 +43,7 @@ import scipy.sparse
 from scipy.special import digamma
 
 from svibench.capabilities.conjugate import ConjugatePosterior, Globals, LocalApprox
+from svibench.capabilities.latent_gaussian import GaussianPosterior
 from svibench.capabilities.mean_field import Blocks
 from svibench.data import Dataset
 from svibench.datasets.bow import validate_counts
@@ -49,6 +53,7 @@ from svibench.model import IncompatibleData, Model
 
 from ..gamma_family import MeanFieldGamma
 from . import joint
+from .alignment import align_draws, dirichlet_summary, dirichlet_summary_draw, match, summary_words
 from .corpus import LOOPS, Chain, Corpus
 from .evaluation import completion_loglik, elbo, fit_documents
 
@@ -161,7 +166,7 @@ class LDA(Model):
         nwk = np.zeros((self.V, self.K), dtype=np.int64)
         np.add.at(ndk, (doc, z), 1)
         np.add.at(nwk, (word, z), 1)
-        return Chain(z, ndk, nwk, nwk.sum(axis=0))
+        return Chain(z, ndk, nwk, nwk.sum(axis=0), rng)
 
     def chain_sweep(self, state: Chain, rng: np.random.Generator) -> Chain:
         doc, word = self._tokens
@@ -172,6 +177,49 @@ class LDA(Model):
     @cached_property
     def _tokens(self) -> tuple[np.ndarray, np.ndarray]:
         return self.corpus.tokens()
+
+    # -- capability: a sampled reference posterior (svibench.reference; the summary and its alignment: .alignment)
+    sampler_name: ClassVar[str] = "collapsed Gibbs (Griffiths & Steyvers 2004), Rao-Blackwellised binned topics"
+    #: M: the compared summary bins each topic onto the corpus's M most frequent words and the rest.
+    reference_words: ClassVar[int] = 200
+
+    @cached_property
+    def _summary_words(self) -> np.ndarray:
+        return summary_words(np.asarray(self.corpus.csr.sum(axis=0)).ravel(), self.reference_words)
+
+    def chain_latent(self, state: Chain) -> np.ndarray:
+        """A draw of the binned topics given z, flattened (K(M + 1),): β_k | z ~ Dir(n_k· + η) (Griffiths & Steyvers
+        2004), from the chain's own Generator.  A draw, not the Rao–Blackwellised mean (n_kw + η) / (n_k + Vη):
+        the spread of those means over z leaves out E[Var(β | z)] (law of total variance), so their sd would
+        understate the posterior's."""
+        return dirichlet_summary_draw(state.nwk.T + self.eta, self._summary_words, state.rng).ravel()
+
+    def latent_moments(self, posterior: ConjugatePosterior | Chain | Blocks) -> GaussianPosterior:
+        """Mean and variances (``cov`` as a vector: the diagonal) of the binned topics under ``posterior``."""
+        mean, var = dirichlet_summary(self._topic_concentration(posterior), self._summary_words)
+        return GaussianPosterior(mean.ravel(), var.ravel())
+
+    def _topic_concentration(self, posterior: ConjugatePosterior | Chain | Blocks) -> np.ndarray:
+        """The Dirichlet (K, V) of each topic: q's λ; a chain's β | z, Dir(n_k· + η) (the conditional at its current
+        state, which leaves out the spread over z); for a Gamma q(h) (BBVI), β_k = h_k / Σ h_k is Dir(a_k) when
+        a topic's rates are equal, otherwise approximated by the Dirichlet of mean E[h_k] / Σ E[h_k] and
+        precision Σ_v a_kv."""
+        if isinstance(posterior, ConjugatePosterior):
+            return posterior.lam["topics"].concentration()
+        if isinstance(posterior, Chain):
+            return posterior.nwk.T + self.eta
+        shape, rate = posterior["h"].shape_rate()
+        mean = shape / rate
+        return mean / mean.sum(axis=1, keepdims=True) * shape.sum(axis=1, keepdims=True)
+
+    def align_draws(self, draws: np.ndarray) -> np.ndarray:
+        """Every draw's topics relabelled to one pivot (:func:`.alignment.align_draws`); draws (S, K(M + 1))."""
+        return align_draws(draws.reshape(len(draws), self.K, -1)).reshape(draws.shape)
+
+    def align_to(self, q: GaussianPosterior, reference_mean: np.ndarray) -> GaussianPosterior:
+        """q's topics relabelled to the reference's by Hungarian matching on Hellinger distance (:func:`.alignment.match`)."""
+        perm, _ = match(q.mean.reshape(self.K, -1), reference_mean.reshape(self.K, -1))
+        return GaussianPosterior(*(np.asarray(a).reshape(self.K, -1)[perm].ravel() for a in (q.mean, q.cov)))
 
     # -- capability: log joint with z summed out (BBVI, ADAM)
     def variational_family(self, kind: str = "meanfield") -> MeanFieldGamma:

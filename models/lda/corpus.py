@@ -46,6 +46,7 @@ class Chain:
     ndk: np.ndarray   # (D, K) tokens of document d on topic k
     nwk: np.ndarray   # (V, K) tokens of word w on topic k
     nk: np.ndarray    # (K,) tokens on topic k
+    rng: np.random.Generator | None = None  # the Generator chain_init was given (chain_latent's draws of β | z)
 
     def topics(self, eta: float) -> np.ndarray:
         """The collapsed posterior mean of β given z: (n_kw + η) / (n_k + Vη), shape (K, V)."""

@@ -8,7 +8,9 @@ stored in a :class:`~svibench.reference.artifact.Reference`:
 * :func:`log_sd_ratio`: log(sd_q / sd_ref) per coordinate; its mean (negative: q is under-dispersed, the usual
   failure of mean-field VI) and its RMS (how far the spreads are off either way).
 * :func:`gaussian_w2`: the 2-Wasserstein distance between the Gaussians with q's and the reference's means and
-  covariances, in closed form (Dowson & Landau 1982; Givens & Shortt 1984).
+  covariances, in closed form (Dowson & Landau 1982; Givens & Shortt 1984).  When either covariance is given
+  as a vector of variances (a large latent, whose reference stores only the diagonal), the W₂ of the diagonal
+  Gaussians: √(‖m₁ − m₂‖² + ‖s₁ − s₂‖²), s the sds.
 * :func:`bernoulli_kl`: mean over test points of KL(Bern(p_ref) ‖ Bern(p_q)) between the reference's posterior
   predictive class probabilities and q's.
 """
@@ -76,14 +78,26 @@ def bernoulli_kl(p_ref: np.ndarray, p_q: np.ndarray) -> float:
     return float(np.mean(p * (np.log(p) - np.log(q)) + (1.0 - p) * (np.log1p(-p) - np.log1p(-q))))
 
 
+def _sd(cov: np.ndarray) -> np.ndarray:
+    """The sds of a covariance matrix, or of a vector of variances."""
+    cov = np.asarray(cov, dtype=float)
+    return np.sqrt(np.maximum(cov if cov.ndim == 1 else np.diag(cov), 0.0))
+
+
 def accuracy(mean_q: np.ndarray, cov_q: np.ndarray, mean_ref: np.ndarray, cov_ref: np.ndarray,
              p_q: np.ndarray | None = None, p_ref: np.ndarray | None = None) -> dict[str, float]:
-    """Every accuracy metric of q (mean, covariance; test-set class probabilities if given) against a reference."""
-    sd_ref = np.sqrt(np.diag(cov_ref))
-    ratio = log_sd_ratio(np.sqrt(np.maximum(np.diag(cov_q), 0.0)), sd_ref)
+    """Every accuracy metric of q (mean, covariance; test-set class probabilities if given) against a reference.
+
+    A covariance given as a vector (variances) makes W₂ that of the diagonal Gaussians of both."""
+    sd_q, sd_ref = _sd(cov_q), _sd(cov_ref)
+    ratio = log_sd_ratio(sd_q, sd_ref)
+    if np.ndim(cov_q) == 1 or np.ndim(cov_ref) == 1:
+        w2 = float(np.sqrt(np.sum((np.asarray(mean_q) - mean_ref) ** 2) + np.sum((sd_q - sd_ref) ** 2)))
+    else:
+        w2 = gaussian_w2(mean_q, cov_q, mean_ref, cov_ref)
     out = {"ref_mean_error": standardised_mean_error(mean_q, mean_ref, sd_ref),
            "ref_log_sd_ratio": float(np.mean(ratio)), "ref_sd_error": float(np.sqrt(np.mean(ratio**2))),
-           "ref_w2": gaussian_w2(mean_q, cov_q, mean_ref, cov_ref)}
+           "ref_w2": w2}
     if p_q is not None and p_ref is not None:
         out["ref_predictive_kl"] = bernoulli_kl(p_ref, p_q)
     return out

@@ -106,7 +106,8 @@ class Reference:
 
     @property
     def cov(self) -> np.ndarray:
-        return self.arrays["cov"].astype(float)
+        """The covariance, or the vector of variances when only the diagonal is stored (a large latent)."""
+        return self.arrays["cov"].astype(float) if "cov" in self.arrays else self.arrays["sd"].astype(float) ** 2
 
     @property
     def predictive(self) -> np.ndarray | None:

@@ -10,11 +10,16 @@ Every such model maps whatever posterior an algorithm hands it to the Gaussian m
 
 A model that also predicts test labels (:class:`PredictsClasses`) gets the predictive distance.
 
-Label-switching models (the Gaussian mixture ``gmm``, ``models.gmm_chain``; LDA and BPFA not yet offered) define
-``align_draws(draws) -> draws`` (draws (S, D), every chain's draws stacked, e.g. each draw's components permuted to
-best match one pivot, as in Stephens 2000), which :func:`svibench.reference.sampling.sample_chains` applies to all
-chains together before any moment is taken, and ``align_to(q, ref_mean) -> q`` (:class:`LabelSwitching`), which
-the run's scorer (:mod:`.attach`) applies to q's moments to put its components in the reference's order.
+Label-switching models (the Gaussian mixture ``gmm``, ``models.gmm_chain``; LDA, ``models.lda.alignment``; BPFA
+not yet offered) define ``align_draws(draws) -> draws`` (draws (S, D), every chain's draws stacked, e.g. each
+draw's components permuted to best match one pivot, as in Stephens 2000), which
+:func:`svibench.reference.sampling.sample_chains` applies to all chains together before any moment is taken, and
+``align_to(q, ref_mean) -> q`` (:class:`LabelSwitching`), which the run's scorer (:mod:`.attach`) applies to q's
+moments to put its components in the reference's order.
+
+A large latent (LDA's topic summaries) may give ``latent_moments``' ``cov`` as a vector of variances: the
+reference then stores only the diagonal (:data:`svibench.reference.moments.FULL_COV_MAX`) and the metrics
+compare the diagonal Gaussians.
 """
 from __future__ import annotations
 

@@ -4,6 +4,9 @@ Each chain has its own child of one :class:`numpy.random.SeedSequence` and start
 initialisations in turn (for the Pólya-Gamma models "prior" and "dispersed", so half the chains start from
 over-dispersed draws of z from its prior, as R̂ assumes: Gelman & Rubin 1992; Vehtari et al. 2021, §3).
 The first ``warmup`` sweeps of every chain are discarded, then every ``thin``-th of ``draws × thin`` is kept.
+A label-switching model's ``align_draws`` gets the kept draws of all chains pooled, chain after chain
+((chains × draws, D)): chains started apart settle on different labellings, and R̂ means something only once
+they are relabelled to one pivot.
 """
 from __future__ import annotations
 

@@ -74,3 +74,11 @@ def test_an_accuracy_metric_can_never_be_a_models_answer():
 
     with pytest.raises(ValueError, match="answer 'ref_w2' is not one of its objective or task metrics"):
         check_declaration(Bad)
+
+
+def test_variances_given_as_vectors_score_as_the_diagonal_covariance_matrices():
+    rng = np.random.default_rng(3)
+    m1, m2, v1, v2 = rng.normal(size=6), rng.normal(size=6), rng.gamma(2.0, size=6), rng.gamma(2.0, size=6)
+    full = accuracy(m1, np.diag(v1), m2, np.diag(v2))
+    for cov_q, cov_ref in ((v1, v2), (np.diag(v1), v2), (v1, np.diag(v2))):
+        assert accuracy(m1, cov_q, m2, cov_ref) == pytest.approx(full, rel=1e-10)
