@@ -165,7 +165,8 @@ def test_a_posterior_of_the_wrong_type_is_named_in_one_line(tmp_path):
     ds = execute(spec("test-bare", {}, plugins=(str(plugin),)))
     assert ds.attrs["status"] == "failed"
     assert ds.attrs["message"].startswith(
-        "TypeError: model 'gmm' evaluates a svibench.capabilities.conjugate.ConjugatePosterior; "
+        "TypeError: model 'gmm' evaluates a svibench.capabilities.conjugate.ConjugatePosterior or "
+        "svibench.models.gmm_chain.MixtureChain; "
         "the algorithm's posterior() returned a dict")
 
 
