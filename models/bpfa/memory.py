@@ -41,7 +41,8 @@ def run_bytes(data: Dataset, params: dict[str, Any], algorithm: dict[str, Any], 
     N, D = np.shape(data.train["Y"])
     K = int(p["features"])
     burnin, samples = int(algorithm.get("burnin", 0)), int(algorithm.get("samples", 1))
-    rows = min(int(algorithm.get("batch_size", N)), N)
+    batch = algorithm.get("batch_size")  # None (BBVI's default): the whole data
+    rows = N if batch is None else min(int(batch), N)
     step = rows * _per_row(K, D, burnin, samples)
     chunk = min(int(p["eval_chunk"]), N) * _per_row(K, D, burnin, int(p["predictive_samples"]))
     init = min(int(p["init_rows"]), N) * _per_row(K, D, 1, 1) if algorithm.get("init_method") == "gibbs" else 0

@@ -67,6 +67,8 @@ def test_the_estimate_grows_with_k_and_the_rows_per_step():
     assert estimate(40, 100) < estimate(400, 100) < estimate(4000, 100)
     assert estimate(40, 100) < estimate(40, 1000)
     assert estimate(40, 10**9) == estimate(40, DATA["n"])  # a step holds at most every training row
+    bbvi = type(model).memory_bytes(model.data, MODEL, algorithm_settings("bbvi", {}))  # batch_size None: all rows
+    assert bbvi == type(model).memory_bytes(model.data, MODEL, algorithm_settings("bbvi", {"batch_size": DATA["n"]}))
 
 
 STUDY = """
