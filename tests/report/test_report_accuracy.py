@@ -40,8 +40,19 @@ def _table(report, title):
 
 
 def test_vmp_exact_on_linreg_is_the_closest_q_and_the_elbo_winner(report):
-    closest = _table(report, "Closest to the reference, and the ELBO's winner").data
-    assert closest.to_dict("records") == [{"problem": "linreg/small", "closest": "VMP", "best_elbo": "VMP", "same": True}]
+    closest = _table(report, "Closest to the reference, and the ELBO's winners").data
+    assert closest.to_dict("records") == [{"problem": "linreg/small", "closest": ["VMP"], "best_elbo": ["VMP"],
+                                           "agree": True}]
+
+
+def test_ties_are_listed_never_broken():
+    import pandas as pd
+
+    from svibench.report.accuracy import _leaders
+
+    values = pd.Series({"A": 0.010, "B": 0.012, "C": 0.5})
+    assert _leaders(values, True, 0.05) == ["A", "B"] and _leaders(values, True, 0.001) == ["A"]
+    assert _leaders(pd.Series({"A": -100.0, "B": -100.05, "C": -120.0}), False, 0.1) == ["A", "B"]
 
 
 def test_the_accuracy_table_holds_the_runs_medians_and_only_problems_with_a_reference(report):
