@@ -89,6 +89,12 @@ def _leaders(values: pd.Series, lower: bool, tie: float) -> list[str]:
     return sorted(label for label, v in values.items() if abs(v - best) <= tie)
 
 
+def best_elbo(values: pd.Series) -> list[str]:
+    """The labels whose ELBO is within :data:`ELBO_TIE` of the best, relative to the best (not to the worst)."""
+    top = values.max()
+    return _leaders(values, False, ELBO_TIE * abs(top) if np.isfinite(top) else 0.0)
+
+
 def closest_table(ok: xr.Dataset, info: dict[str, Metric]) -> Table | None:
     """Per problem with a reference: the methods whose q is closest to it (:data:`CLOSEST_BY`, ties within
     :data:`MEAN_ERROR_TIE`), those with the best ELBO (ties within :data:`ELBO_TIE` relative), and whether the two
@@ -100,8 +106,7 @@ def closest_table(ok: xr.Dataset, info: dict[str, Metric]) -> Table | None:
     for problem in data.index.get_level_values("problem").unique():
         sub = data.loc[problem]
         closest = _leaders(sub[CLOSEST_BY], True, MEAN_ERROR_TIE)
-        top = sub[ELBO].abs().max()
-        best = _leaders(sub[ELBO], False, ELBO_TIE * top if np.isfinite(top) else 0.0)
+        best = best_elbo(sub[ELBO])
         agree = bool(set(closest) & set(best))
         rows.append([problem, ", ".join(closest), number(sub[CLOSEST_BY].min()), ", ".join(best) or DASH,
                      number(sub[ELBO].max()) if best else DASH, "yes" if agree else "no"])

@@ -55,6 +55,16 @@ def test_ties_are_listed_never_broken():
     assert _leaders(pd.Series({"A": -100.0, "B": -100.05, "C": -120.0}), False, 0.1) == ["A", "B"]
 
 
+def test_the_elbo_tie_is_relative_to_the_best_elbo_not_to_the_worst():
+    """A far-off method (scikit-learn's Laplace q on gpc ends near -5,300 against -109) must not widen the tie."""
+    import pandas as pd
+
+    from svibench.report.accuracy import best_elbo
+
+    assert best_elbo(pd.Series({"A": -100.0, "B": -100.05, "C": -5000.0})) == ["A", "B"]
+    assert best_elbo(pd.Series({"A": -100.0, "B": -100.5, "C": -5000.0})) == ["A"]
+
+
 def test_the_accuracy_table_holds_the_runs_medians_and_only_problems_with_a_reference(report):
     data = _table(report, "Posterior accuracy against the reference").data
     assert set(data.index.get_level_values("problem")) == {"linreg/small"}  # linreg/other has no reference
