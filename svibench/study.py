@@ -251,7 +251,12 @@ def parse_study(
     every_problem, budgets = _parse_problems(raw.get("problem"), overrides, registry, raw.get("budget", {}))
     problems = _scale_problems(every_problem, overrides.get("problems"))
     runs, skipped = [], []
-    for point in _parse_algorithms(raw.get("algorithm"), overrides, registry, every_problem):
+    points = _parse_algorithms(raw.get("algorithm"), overrides, registry, every_problem)
+    if overrides.get("algorithm_params"):  # the notes may name every label of the study, as problems of every scale
+        labels = {p.label for p in points + _parse_algorithms(raw.get("algorithm"), {}, registry, every_problem)}
+    else:
+        labels = {p.label for p in points}
+    for point in points:
         for problem in problems:
             if not point.runs_on(problem):
                 continue  # the study asks for this entry on other models or problems only
@@ -271,7 +276,7 @@ def parse_study(
     paper = _parse_paper(raw.get("paper", []))
     metrics = {m for p in problems for m in registry.model(p.model).metrics}
     report = _parse_report(raw.get("report", {}), metrics)
-    claims, references = _parse_claims(raw, paper, problems, runs, metrics, report, every_problem, scale)
+    claims, references = _parse_claims(raw, paper, problems, runs, metrics, report, every_problem, scale, labels)
     for checkpoints in {budgets[p.name][1] for p in problems}:
         _warn_few_checkpoints(checkpoints, report, metrics)
     return Study(name, description, runs, skipped, paper, report, source, scale, tuple(plugins), raw | {"_text": text},
@@ -416,7 +421,9 @@ def _grid_point(model_params: dict[str, Any], model_varied: list[str], dataset_p
 def _parse_algorithms(tables: Any, overrides: dict[str, Any], registry: Registry,
                       problems: list[ProblemSpec]) -> list[AlgorithmPoint]:
     """``[[algorithm]]``: every point of every table's grid.  Its ``method`` defaults to its ``label``, which
-    defaults to the registry entry's; the label of a grid point adds the varied parameters, ``(k=v, ...)``."""
+    defaults to the registry entry's; the label of a grid point adds the varied parameters, ``(k=v, ...)``: those
+    the study's grid varies, even where a scale's ``algorithm_params`` narrow them to one value, so that a run
+    keeps its label (and the claim notes that name it) at every scale."""
     if not isinstance(tables, list) or not tables:
         raise StudyError("[[algorithm]]: a study needs at least one [[algorithm]] table")
     out = []
@@ -432,6 +439,7 @@ def _parse_algorithms(tables: Any, overrides: dict[str, Any], registry: Registry
         where = f"{where} ({entry.name})"
         accepted = entry.param_names()
         params = dict(_table(table.get("params", {}), f"{where} params"))
+        study_varied = _grid(params, f"{where} params")[0][1]
         params.update({k: v for k, v in overrides.get("algorithm_params", {}).items() if k in accepted})
         label_base = table.get("label", entry.label)
         method = table.get("method", label_base)
@@ -440,7 +448,8 @@ def _parse_algorithms(tables: Any, overrides: dict[str, Any], registry: Registry
                 raise StudyError(f"{where} {key}: expected a non-empty string, got {_type_name(value)}")
         models = _parse_models(table, registry, where)
         only = _parse_problem_names(table, problems, where)
-        for combo, varied in _grid(params, f"{where} params"):
+        for combo, scale_varied in _grid(params, f"{where} params"):
+            varied = sorted(set(study_varied) | set(scale_varied))
             _check_params(combo, entry.cls.__init__, accepted, f"{where} params", f"algorithm {entry.name!r}")
             try:
                 entry.build(combo).check_params()
@@ -510,9 +519,10 @@ def _parse_report(table: Any, metrics: set[str]) -> dict[str, Any]:
 
 def _parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]], problems: list[ProblemSpec], runs: list[RunSpec],
                   metrics: set[str], report: dict[str, Any], every_problem: list[ProblemSpec],
-                  scale: str) -> tuple[list[Claim], list[Reference]]:
+                  scale: str, labels: set[str]) -> tuple[list[Claim], list[Reference]]:
     """``[[claim]]``, ``[[target]]`` and ``[[reference]]``: shape, links to ``[[paper]]``, every name they use
-    exists, a faster claim has a target, and every note passes :func:`svibench.report.notes.check_note`."""
+    exists, a faster claim has a target, and every note passes :func:`svibench.report.notes.check_note` (its
+    placeholders may name any of the study's ``labels`` at any scale: one not run here renders "no ok run")."""
     try:
         claims = _at_scale(parse_claims(raw, paper), paper, problems, every_problem, scale, runs)
         references = [r for r in parse_references(raw.get("reference", [])) if r.problem not in _left_out(problems, every_problem)]
@@ -523,7 +533,7 @@ def _parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]], problems: li
         raise StudyError(str(exc)) from None
     for claim in (c for c in claims if not c.not_run):
         try:
-            check_note(claim.note, labels={r.label for r in runs},
+            check_note(claim.note, labels=labels,
                        problems={n for p in every_problem for n in (p.name, p.base)}, metrics=metrics)
         except ReportError as exc:
             raise StudyError(f"[[{claim.ledger}]] {claim.id!r} note: {exc}") from None

@@ -109,6 +109,27 @@ def test_a_scale_can_run_some_problems_and_their_claims_only(tmp_path):
                    scale="paper")
 
 
+def test_a_scale_narrowing_a_grid_to_one_value_keeps_the_label_and_notes_may_name_the_others(tmp_path):
+    noted = GOOD + """
+[[target]]
+id = "t1"
+source = "s"
+kind = "order"
+metric = "elbo"
+better = ["VMP"]
+worse = ["SVI"]
+note = "SVI 0.9 ends at {final[SVI (kappa=0.9)].elbo:.3g}."
+
+[scales.small]
+algorithm_params = { kappa = [0.6] }
+"""
+    study = load_study(write(tmp_path, noted), scale="small")
+    assert sorted({r.label for r in study.runs}) == ["SVI (kappa=0.6)", "VMP"]  # not "SVI": the study varies kappa
+    assert {r.label for r in load_study(write(tmp_path, noted)).runs} >= {"SVI (kappa=0.6)", "SVI (kappa=0.9)"}
+    with pytest.raises(StudyError, match="no run of the study has the label 'SVI \\(kappa=0.7\\)'"):
+        load_study(write(tmp_path, noted.replace("kappa=0.9)].elbo", "kappa=0.7)].elbo")), scale="small")
+
+
 def test_incompatible_pairs_are_skipped_with_a_reason(tmp_path):
     study = load_study(write(tmp_path, GOOD.replace('name = "vmp"', 'name = "titsias-ssvi"')))
     assert study.skipped and "not 'titsias'" in study.skipped[0].reason
