@@ -28,14 +28,20 @@ def missing_libraries(modules: tuple[str, ...]) -> list[str]:
 
 class Peer(Algorithm):
     """An algorithm of another library.  ``libraries`` are the modules it imports (checked before
-    anything else, so a missing one is a skip with :data:`INSTALL`, never an ImportError) and
-    ``library`` the distribution a reader knows it by (recorded in the label's description)."""
+    anything else, so a missing one is a skip with :data:`INSTALL`, never an ImportError).  A peer
+    that fits one model only names its class in ``model`` and what the library fits in ``fits``
+    (e.g. "scikit-learn's LatentDirichletAllocation fits LDA only"): any other model is a skip that
+    says so."""
 
     libraries: ClassVar[tuple[str, ...]] = ()
+    model: ClassVar[type | None] = None
+    fits: ClassVar[str] = ""
 
     @classmethod
     def incompatibility(cls, model_cls: type, params: dict[str, Any]) -> str | None:
         lacking = missing_libraries(cls.libraries)
         if lacking:
             return f"needs {', '.join(lacking)}: {INSTALL}"
+        if cls.model is not None and not (isinstance(model_cls, type) and issubclass(model_cls, cls.model)):
+            return f"{cls.fits}, not {getattr(model_cls, 'name', model_cls)}"
         return super().incompatibility(model_cls, params)

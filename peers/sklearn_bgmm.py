@@ -89,17 +89,11 @@ class SklearnBGMM(Peer):
     name = "sklearn-bgmm"
     label = "scikit-learn BGMM"
     libraries = ("sklearn",)
+    model = GaussianMixture
+    fits = "scikit-learn's BayesianGaussianMixture fits the Gaussian mixture gmm only"
 
     def __init__(self) -> None:
         pass
-
-    @classmethod
-    def incompatibility(cls, model_cls: type, params: dict[str, Any]) -> str | None:
-        """The library first (a missing one is the reason, :class:`Peer`), then the model: GaussianMixture or a subclass."""
-        reason = super().incompatibility(model_cls, params)
-        if reason is None and not (isinstance(model_cls, type) and issubclass(model_cls, GaussianMixture)):
-            reason = f"scikit-learn's BayesianGaussianMixture fits the Gaussian mixture gmm only, not {model_cls.name}"
-        return reason
 
     def estimator(self, model: GaussianMixture) -> Any:
         """The estimator with ``model``'s prior, its prior attributes set (``_check_parameters``)."""

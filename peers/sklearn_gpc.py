@@ -57,13 +57,11 @@ import numpy as np
 from scipy.special import expit
 
 from svibench.capabilities.latent_gaussian import GaussianFromSites, GaussianPosterior, LatentGaussian
+from svibench.models.gpc import GPClassification
 
 from . import Peer
 
 __all__ = ["SklearnGPCLaplace", "sklearn_kernel", "binary_laplace_estimator", "KNOWN_FAILURES"]
-
-#: The one model whose inputs and kernel scikit-learn's classifier can be given.
-MODEL = "gpc"
 
 #: Conformance checks this peer fails by design, with the reason (``svibench check --known-failure``).
 KNOWN_FAILURES = {
@@ -113,18 +111,12 @@ class SklearnGPCLaplace(Peer):
     name = "sklearn-gpc-laplace"
     label = "scikit-learn GPC (Laplace)"
     libraries: ClassVar[tuple[str, ...]] = ("sklearn",)
+    model = GPClassification
+    fits = "scikit-learn's GaussianProcessClassifier takes inputs X and a kernel; only gpc (GP classification) gives them"
     requires: ClassVar[tuple[type, ...]] = (LatentGaussian,)
 
     def __init__(self, *, iterations_per_step: int = 1) -> None:
         self.iterations_per_step = iterations_per_step
-
-    @classmethod
-    def incompatibility(cls, model_cls: type, params: dict[str, Any]) -> str | None:
-        reason = super().incompatibility(model_cls, params)
-        if reason is None and getattr(model_cls, "name", None) != MODEL:
-            reason = (f"scikit-learn's GaussianProcessClassifier takes inputs X and a kernel; only {MODEL} "
-                      f"(GP classification) gives them, not {getattr(model_cls, 'name', model_cls.__name__)}")
-        return reason
 
     def check_params(self) -> None:
         n = self.iterations_per_step

@@ -66,6 +66,8 @@ class SklearnLDA(Peer):
     name = "sklearn-lda"
     label = "scikit-learn LDA"
     libraries = ("sklearn",)
+    model = LDA
+    fits = "scikit-learn's LatentDirichletAllocation fits LDA only"
 
     def __init__(self, *, learning_method: str = "online", batch_size: int = 128, t0: float = 10.0,
                  kappa: float = 0.7, inner_iterations: int = 100, inner_tol: float = 1e-3) -> None:
@@ -75,14 +77,6 @@ class SklearnLDA(Peer):
         self.kappa = kappa
         self.inner_iterations = inner_iterations
         self.inner_tol = inner_tol
-
-    @classmethod
-    def incompatibility(cls, model_cls: type, params: dict[str, Any]) -> str | None:
-        """The library first (a missing one is the reason, :class:`Peer`), then the model: LDA or a subclass."""
-        reason = super().incompatibility(model_cls, params)
-        if reason is None and not (isinstance(model_cls, type) and issubclass(model_cls, LDA)):
-            reason = f"scikit-learn's LatentDirichletAllocation fits LDA only, not {model_cls.name}"
-        return reason
 
     def check_params(self) -> None:
         if self.learning_method not in LEARNING_METHODS:
