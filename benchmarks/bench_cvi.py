@@ -17,6 +17,7 @@ from svibench.models.logreg import BayesianLogisticRegression
 from svibench.numerics.quadrature import expectation_rule
 
 from . import _problems  # noqa: F401  (sets SVIBENCH_DATA_DIR to the shared data folder)
+from . import timer  # noqa: F401  (asv times on this: the process CPU clock, benchmarks/__init__.py)
 
 _SETTINGS = {"a7a": (a7a, {}, 5.0, 0.4), "colon-cancer": (colon_cancer, {"split": 0}, 596.3623, 0.3)}
 

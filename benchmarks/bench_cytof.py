@@ -13,6 +13,7 @@ from svibench.data import DataError
 from svibench.datasets import cytof
 from svibench.models.gamma_factor import GammaFactor
 from svibench.registry import get_registry
+from . import timer  # noqa: F401  (asv times on this: the process CPU clock, benchmarks/__init__.py)
 
 LOADERS = {"cytof": cytof.cytof, "cytof-entries": cytof.cytof_entries}
 

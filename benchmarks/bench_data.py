@@ -7,6 +7,7 @@ from svibench.data import data_dir
 from svibench.datasets.libsvm import COVTYPE, covtype
 
 from . import _problems  # noqa: F401  (sets SVIBENCH_DATA_DIR to the shared data folder)
+from . import timer  # noqa: F401  (asv times on this: the process CPU clock, benchmarks/__init__.py)
 
 
 class CovtypeLoad:

@@ -13,6 +13,7 @@ from svibench.capabilities.mean_field import gamma_draws
 from svibench.datasets.pmf import pmf_synthetic
 from svibench.models.pmf import PoissonGammaMF
 from svibench.registry import get_registry
+from . import timer  # noqa: F401  (asv times on this: the process CPU clock, benchmarks/__init__.py)
 
 #: Nodes of the study's MNIST-500 problem (784 pixels + 500 images), K and S.
 NODES, K, S = 1284, 100, 10

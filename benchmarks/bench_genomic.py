@@ -13,6 +13,7 @@ from svibench.data import DataError
 from svibench.datasets import cytof
 from svibench.models.bpfa import BPFA
 from svibench.registry import get_registry
+from . import timer  # noqa: F401  (asv times on this: the process CPU clock, benchmarks/__init__.py)
 
 #: The study's per-method settings (reports/shah2015-genomic/study.toml).
 COMMON = {"batch_size": 250, "t0": 0.0, "kappa": 0.75, "init_method": "random"}

@@ -15,6 +15,7 @@ from svibench.datasets.mnist import mnist_digits
 from svibench.datasets.pmf import mnist
 from svibench.models.pmf import PoissonGammaMF
 from svibench.registry import get_registry
+from . import timer  # noqa: F401  (asv times on this: the process CPU clock, benchmarks/__init__.py)
 
 
 class MNISTLoad:

@@ -17,6 +17,7 @@ from svibench.runner import execute
 from svibench.spec import Budget, Checkpoints, RunSpec
 
 from ._problems import PEAKMEM_MODELS, SEED, pairs, parse_pair
+from . import timer  # noqa: F401  (asv times on this: the process CPU clock, benchmarks/__init__.py)
 
 #: the data passes of the fixed-budget quality runs (`track_` benchmarks).
 TRACK_EPOCHS = 2.0
