@@ -86,3 +86,9 @@ def test_a_model_lists_its_capabilities_and_an_unknown_name_is_one_line(capsys):
     assert main(["list", "--params"]) == 0
     out = capsys.readouterr().out
     assert all(f"algorithm {a}:" in out for a in REGISTRY.algorithms) and "dataset a1a (kind" in out
+
+
+def test_a_dataset_read_from_the_users_own_file_says_so_not_generated():
+    text = describe("bow-file", REGISTRY)
+    assert "Files: the file you give as path, checked against sha256" in text
+    assert "none (generated)" not in text
