@@ -58,10 +58,16 @@ def _docstring_entries(doc: str) -> dict[str, tuple[str, str]]:
     return entries
 
 
+#: Words whose period ends no sentence ("eq. 14", "i.e. 1 − r", "e.g. from", "Ranganath et al. 2014").
+_ABBREVIATION = re.compile(r"\b(e\.g|i\.e|eq|Eq|al|cf|vs|Alg|App|Fig|Sec)$")
+
+
 def _first_sentence(text: str, width: int = 120) -> str:
-    """The description's first sentence, shortened to ``width`` characters."""
-    end = re.search(r"[.;](\s|$)", text)
-    sentence = text[:end.start() + 1] if end else text
+    """The description's first sentence (up to a ``;`` or a ``.`` that ends no abbreviation), shortened to ``width``."""
+    ends = (m.start() for m in re.finditer(r"[.;](\s|$)", text)
+            if text[m.start()] == ";" or not _ABBREVIATION.search(text[:m.start()]))
+    end = next(ends, None)
+    sentence = text[:end + 1] if end is not None else text
     return sentence if len(sentence) <= width else sentence[:width - 1].rstrip() + "…"
 
 

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from svibench.cli import main
-from svibench.describe import describe
+from svibench.describe import _first_sentence, describe, describe_all
 from svibench.registry import get_registry
 from svibench.study import StudyError, parse_study
 
@@ -114,3 +114,11 @@ def test_a_parameter_that_the_loaders_of_a_module_share_is_documented_once_there
             for name in ("reuters", "bow-file", "lda-synthetic")}
     assert line["reuters"].split("default 0")[1] == line["bow-file"].split("default 0")[1]  # the module's entry
     assert "corpus" in line["lda-synthetic"] and "corpus" not in line["reuters"]  # the loader's own wins
+
+
+def test_a_printed_meaning_runs_past_an_abbreviations_period_to_the_end_of_its_sentence():
+    assert _first_sentence("Doubly-stochastic CVI (eq. 14) with minibatches. More.") == \
+        "Doubly-stochastic CVI (eq. 14) with minibatches."
+    assert _first_sentence("As Hoffman et al. 2010, e.g. from a file; i.e. 1 − r.") == "As Hoffman et al. 2010, e.g. from a file;"
+    assert _first_sentence("Draws per gradient") == "Draws per gradient"
+    assert not re.search(r"\b(eq|e\.g|i\.e|al)\.$", describe_all(REGISTRY), re.M)
