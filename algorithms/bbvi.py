@@ -108,6 +108,8 @@ class BBVI(Algorithm, Generic[Q]):
     Parameters
     ----------
     estimator : {"score", "reparam"}
+        Gradient estimator: score function (Ranganath et al. 2014) or reparameterisation (ADVI, needs
+        LogJointGradient).
     optimizer : str, optional
         A name of :data:`svibench.numerics.optim.OPTIMIZERS`; default "adagrad" (score) or "adam" (reparam).
     learning_rate : float, optional

@@ -84,14 +84,18 @@ class CVI(Algorithm):
     expectations : {"mc", "exact"}
         Monte-Carlo gradients with ``n_samples`` shared standard-normal draws,
         or deterministic expectations (CVI-exact).
-    n_samples : int
+    n_samples : int ≥ 1
+        Standard-normal draws per Monte-Carlo gradient, shared by all sites (``expectations="mc"`` only).
     quadrature : str
         Accuracy of the exact expectations: ``"accurate"`` (the model's own) or
         ``"gauss-hermite-N"`` (:func:`svibench.numerics.quadrature.expectation_rule`).
     w, rho : float, optional
         Constant step βₜ = w/(1+w) (Table 2) or βₜ = rho (``rho`` wins when both
         are given); with neither (w=None), Robbins–Monro βₜ = (t + t0)^(−kappa).
-    t0, kappa : float
+    t0 : float ≥ 0
+        t₀ of the Robbins–Monro step βₜ = (t + t₀)^(−κ), used only if w and rho are None (not possible in a study).
+    kappa : float in (0.5, 1]
+        κ of the Robbins–Monro step βₜ = (t + t₀)^(−κ), used only if w and rho are None (not possible in a study).
     batch_size : int, optional
         Doubly-stochastic CVI (eq. 14) with minibatches of this size; None = all data.
     init_lam1, init_lam2 : float

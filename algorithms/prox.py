@@ -66,13 +66,17 @@ class ProximalGradientVI(CVI):
     ----------
     expectations : {"mc", "exact"}
         PG-SVI (Monte Carlo, ``n_samples`` draws) or PG-exact.
-    n_samples : int
+    n_samples : int ≥ 1
+        Standard-normal draws per Monte-Carlo estimate of α, γ, shared by all sites (PG-SVI only).
     quadrature : str
         Accuracy of the exact expectations (see :class:`~.cvi.CVI`).
     w, rho : float, optional
         Proximal step w, i.e. 1 − r = w/(1+w); or 1 − r = ``rho`` directly; neither:
         Robbins–Monro (t + t0)^(−kappa).
-    t0, kappa : float
+    t0 : float ≥ 0
+        t₀ of the Robbins–Monro step 1 − r = (t + t₀)^(−κ), used only if w and rho are None (not possible in a study).
+    kappa : float in (0.5, 1]
+        κ of the Robbins–Monro step 1 − r = (t + t₀)^(−κ), used only if w and rho are None (not possible in a study).
     init_lam1, init_lam2 : float
         Initial sites (as CVI's).
     """

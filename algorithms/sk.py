@@ -66,7 +66,10 @@ class SalimansKnowles(Algorithm):
         Draws per iteration.
     w, rho : float, optional
         Constant β = w/(1+w), or β = ``rho`` (wins); neither: Robbins–Monro (t + t0)^(−kappa).
-    t0, kappa : float
+    t0 : float ≥ 0
+        t₀ of the Robbins–Monro step β = (t + t₀)^(−κ), used only if w and rho are None (not possible in a study).
+    kappa : float in (0.5, 1]
+        κ of the Robbins–Monro step β = (t + t₀)^(−κ), used only if w and rho are None (not possible in a study).
     init_lam1, init_lam2 : float
         The initial q, as CVI's: prior × sites exp(λ̃₁ηₙ + λ̃₂ηₙ²).
     """

@@ -15,6 +15,25 @@ def bpfa_synthetic(*, n: int = 2000, dim: int = 40, features: int = 80, gamma_w:
     εᵢ ~ N(0, I/γ_obs) and a fraction ``heldout`` of the entries, uniformly at random,
     held out for testing.  Each column is standardised to mean 0 and variance 1
     over its training entries (§5); ``meta`` keeps ``offset`` and ``scale`` (per column).  Paper: n = 1e5, dim = 40, features = 80.
+
+    Parameters
+    ----------
+    n : int ≥ 1
+        Data points yᵢ (rows of Y).
+    dim : int ≥ 1
+        D, the length of each yᵢ and of each feature φ_k.
+    features : int ≥ 1
+        K, the number of true features φ_k that generate the data (not the model's truncation ``features``).
+    gamma_w : float > 0
+        γ_w, the precision of the weights, wᵢ ~ N(0, I/γ_w).
+    gamma_obs : float > 0
+        γ_obs, the precision of the noise, εᵢ ~ N(0, I/γ_obs).
+    a, b : float > 0
+        π_k ~ Beta(a/K, b(K−1)/K), the probability that a point uses feature k.
+    heldout : float in (0, 1)
+        Fraction of the entries held out for testing, each entry independently with this probability.
+    seed : int
+        Seeds the draw and the held-out entries.
     """
     if min(n, dim, features) < 1 or not 0 < heldout < 1 or min(gamma_w, gamma_obs, a, b) <= 0:
         raise ValueError("bpfa-synthetic: n, dim, features ≥ 1, heldout in (0, 1), gamma_w, gamma_obs, a, b > 0")

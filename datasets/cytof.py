@@ -13,6 +13,17 @@ comparable with the papers' numbers (other cells, D = 24).
 names); the datasets split it by held-out cells (``cytof``, for the gamma factor
 model, which scores test rows) or by held-out entries with masks (``cytof-entries``,
 for BPFA, as ``bpfa-synthetic``).
+
+Parameters
+----------
+samples : list of str, optional
+    Files to read, e.g. [["patient1_BCR-XL", "patient1_Reference"]] in a study (a bare list is a grid), all 16 by default.
+markers : list of str, optional
+    Markers to keep, in this order, e.g. [["CD3", "CD4", "pS6"]] in a study (a bare list is a grid), all 24 by default.
+n_cells : int ≥ 2, optional
+    Cells in a seeded random subsample drawn before the split (None: every cell of the samples).
+seed : int
+    Seeds the subsample of cells and which cells (cytof) or entries (cytof-entries) are held out.
 """
 from __future__ import annotations
 
@@ -166,6 +177,13 @@ def cytof(*, samples: list[str] | None = None, markers: list[str] | None = None,
     training rows (the authors' preprocessing for the gamma factor model, App. J);
     ``meta`` keeps ``offset`` and ``scale``.  Default ``heldout``: Khan & Lin's
     222,656 of 522,656 cells.
+
+    Parameters
+    ----------
+    heldout : float in (0, 1)
+        Fraction of the cells (rows) held out as the test set (default Khan & Lin's 222,656 of 522,656).
+    standardize : bool
+        Centre each marker and scale it to unit variance with the training rows' mean and sd.
     """
     _check_heldout(heldout)
     cells = read_markers(samples, markers)
@@ -189,6 +207,11 @@ def cytof_entries(*, samples: list[str] | None = None, markers: list[str] | None
     ``n_cells`` draws a seeded subsample of cells first (default: all).  Each
     marker is standardised over its training entries; ``meta`` keeps ``offset``
     and ``scale``.
+
+    Parameters
+    ----------
+    heldout : float in (0, 1)
+        Fraction of the entries held out for testing, each entry independently with this probability (paper: 5 %).
     """
     _check_heldout(heldout)
     cells = read_markers(samples, markers)

@@ -26,6 +26,25 @@ def gamma_factor_synthetic(*, n: int = 20000, n_test: int = 5000, dim: int = 40,
     using the training rows (the preprocessing the authors apply to CyTOF),
     which keeps the metric on the scale of the paper's (≈ 52 nats for D = 40).
     The generating Z is in ``meta["Z"]``.
+
+    Parameters
+    ----------
+    n : int ≥ 1
+        Training rows yᵢ.
+    n_test : int ≥ 1
+        Test rows, drawn from the same Z.
+    dim : int ≥ 1
+        D, the length of each yᵢ (paper: 40, CyTOF's markers).
+    factors : int ≥ 1
+        K, the number of latent factors, the columns of Z (D × K) (paper: 40).
+    noise_variance : float > 0
+        σ², the variance of the noise in yᵢ ~ N(0, ZZᵀ + σ²I).
+    shape, rate : float > 0
+        Z_jk ~ Ga(shape, rate), rate the inverse scale.
+    standardize : bool
+        Centre each column and scale it to unit variance with the training rows' mean and sd.
+    seed : int
+        Seeds Z and the rows.
     """
     if min(n, n_test, dim, factors) < 1 or noise_variance <= 0 or shape <= 0 or rate <= 0:
         raise ValueError("gamma-factor-synthetic: sizes must be positive, noise_variance, shape and rate > 0")

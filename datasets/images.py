@@ -86,6 +86,7 @@ def image_patches(*, image: str = "house", task: str = "inpainting", size: int =
     Parameters
     ----------
     image : {"boat", "barbara", "lena", "house", "peppers"}
+        The test image (Set12 of cszn/DnCNN): house and peppers are 256 × 256 pixels, the others 512 × 512.
     task : {"inpainting", "denoising"}
         Sets the observed fraction and noise: 0.2 and 0, or 0.5 and σ = 15.
     size : int

@@ -8,6 +8,13 @@
 
 Each holds out ``n_test`` documents for document completion
 (:func:`svibench.datasets.bow.document_completion`, which also describes the arrays).
+
+Parameters
+----------
+n_test : int ≥ 1
+    Documents held out for document completion, fewer than the corpus has.
+seed : int
+    Seeds which documents are held out and the split of each into observed and held-out halves.
 """
 from __future__ import annotations
 
@@ -55,6 +62,23 @@ def lda_synthetic(*, n_docs: int = 4500, n_test: int = 500, vocab: int = 2000, n
     vocabulary unused.  ``meta`` holds the true ``topics`` (K, V)
     row-stochastic, ``theta`` (n_docs, K; row d is document d of the whole
     corpus, see ``train_docs``/``test_docs``), ``alpha``, ``eta`` and ``n_topics``.
+
+    Parameters
+    ----------
+    n_docs : int ≥ 1
+        Documents drawn, the ``n_test`` held out among them.
+    vocab : int ≥ 1
+        V, the number of distinct words.
+    n_topics : int ≥ 1
+        K, the number of true topics.
+    mean_length : float > 0
+        Mean document length, N_d = max(Poisson(mean_length), 2).
+    alpha : float > 0
+        Concentration of each document's topic proportions, θ_d ~ Dir(alpha · 1_K).
+    eta : float > 0
+        Concentration of each topic's word distribution, β_k ~ Dir(eta · 1_V).
+    seed : int
+        Seeds the corpus, its true topics, and which documents are held out and how they are halved.
     """
     if min(n_docs, vocab, n_topics) < 1 or mean_length <= 0 or alpha <= 0 or eta <= 0:
         raise ValueError("lda-synthetic: n_docs, vocab, n_topics must be ≥ 1 and mean_length, alpha, eta > 0")
@@ -105,9 +129,20 @@ def bow_file(*, path: str | None = None, format: str | None = None, vocab: str |
              sha256: str | None = None, n_test: int = 100, seed: int = 0) -> Dataset:
     """A corpus file under the data directory (or an absolute ``path``), verified against ``sha256`` then read.
 
-    ``format``: ``"uci"`` (:func:`~svibench.datasets.bow.read_uci_docword`), ``"svmlight"`` (1-based ids)
-    or ``"ldac"`` (:func:`~svibench.datasets.bow.read_svmlight_counts`); ``vocab``: an optional file of
-    words, one per line.  ``n_test`` documents are held out for document completion.
+    Parameters
+    ----------
+    path : str
+        Required: the corpus file (plain or ``.gz``), relative to the data directory or absolute.
+    format : {"uci", "svmlight", "ldac"}
+        Required: "uci" (UCI docword, 1-based ids), "svmlight" (``label id:count ...``, 1-based) or
+        "ldac" (LDA-C, 0-based).
+        Read by :func:`~svibench.datasets.bow.read_uci_docword` or
+        :func:`~svibench.datasets.bow.read_svmlight_counts`.
+    vocab : str, optional
+        A file of the words, one per line in id order, relative to the data directory or absolute (not checksummed).
+        Its length must be the header's W (UCI) or is the vocabulary size V (svmlight, LDA-C).
+    sha256 : str
+        Required: the corpus file's SHA-256 in hex (e.g. from ``sha256sum FILE``), checked before it is read.
     """
     if path is None or sha256 is None:
         raise DataError("bow-file: dataset_params needs path (the corpus file) and sha256 (its SHA-256, "

@@ -19,6 +19,11 @@ covtype.binary.scale (class 2 against the rest, features min–max scaled to
 (290,506 training rows, Table 3's N); the authors' .mat copy is too large to be
 held in the stored repositories.  As for every dataset here, the model adds the
 bias column and the prior (``get_data_log_reg.m`` prepends a column of ones).
+
+Parameters
+----------
+split : int
+    Seed of the random permutation that splits the rows into training and test halves (⌊N/2⌋ training rows).
 """
 from __future__ import annotations
 
@@ -243,8 +248,6 @@ def covtype(*, split: int = 0, n_train: int | None = None) -> Dataset:
 
     Parameters
     ----------
-    split : int
-        Seed of the random permutation that splits the 581,012 rows into halves.
     n_train : int or None
         Keep the first n_train rows of each random half (a reduced scale; as many test rows); None keeps
         both halves whole, as the paper.

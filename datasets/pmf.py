@@ -11,6 +11,13 @@ the 10,000 test images.  ``mnist`` is that problem, from the full idx files
 * ``pmf-synthetic`` — draws of the Poisson–gamma model itself.
 
 The stand-ins hold out a random fraction of the entries (the test set).
+
+Parameters
+----------
+levels : int in [2, 256]
+    Count levels: a pixel p ∈ 0–255 becomes the count ⌊p · levels / 256⌋ ∈ {0, …, levels − 1}.
+heldout : float in (0, 1)
+    Fraction of the entries held out as the test set, each entry independently with this probability.
 """
 from __future__ import annotations
 
@@ -68,6 +75,15 @@ def mnist(*, n_train: int = 60_000, n_test: int = 10_000, levels: int = 2, seed:
     without replacement (``seed``); at the full sizes the files' order is kept.  Pixels p ∈ 0–255
     become ⌊p · levels / 256⌋, by default {0, 1} (p ≥ 128): the paper's losses (Table 5, a
     per-pixel error of 0.33–0.35) put its data on a 0–1 scale, and the model needs counts.
+
+    Parameters
+    ----------
+    n_train : int in [1, 60000]
+        Training images (columns), drawn without replacement from the official 60,000 (all, in file order, at 60,000).
+    n_test : int in [1, 10000]
+        Test images (new columns), drawn without replacement from the official 10,000 (all, in order, at 10,000).
+    seed : int
+        Seeds the choice of images when n_train or n_test is below its full split.
     """
     if not 2 <= levels <= 256:
         raise ValueError(f"mnist: need 2 ≤ levels ≤ 256, got {levels}")
@@ -91,6 +107,13 @@ def usps_counts(*, n_images: int = 1000, levels: int = 16, heldout: float = 0.1,
     ``n_images`` are drawn without replacement from all 11,000 (balanced over
     digits in expectation); a pixel p ∈ {0, …, 255} becomes the count
     ⌊p · levels / 256⌋.
+
+    Parameters
+    ----------
+    n_images : int in [1, 11000]
+        Images (columns), drawn without replacement from USPS's 11,000.
+    seed : int
+        Seeds the choice of images and the held-out entries.
     """
     return _image_counts("usps-counts", usps_all().reshape(256, -1), n_images, levels, heldout, seed,
                          {"source": USPS_ALL.describe(), "sha256": USPS_ALL.sha256})
@@ -99,7 +122,21 @@ def usps_counts(*, n_images: int = 1000, levels: int = 16, heldout: float = 0.1,
 @dataset("pmf-synthetic", kind="count-matrix", description="draws of the Poisson-gamma factorisation model")
 def pmf_synthetic(*, rows: int = 100, cols: int = 300, factors: int = 5, shape: float = 1.0, rate: float = 1.0,
                   heldout: float = 0.1, seed: int = 0) -> Dataset:
-    """X_ij ~ Poisson(wᵢᵀzⱼ) with w_ik, z_jk ~ Ga(shape, rate) (App. K, eq. 96); a random 10 % held out."""
+    """X_ij ~ Poisson(wᵢᵀzⱼ) with w_ik, z_jk ~ Ga(shape, rate) (App. K, eq. 96); a random 10 % held out.
+
+    Parameters
+    ----------
+    rows : int ≥ 1
+        Rows i of X, each with its factor wᵢ (the pixels' place in the model).
+    cols : int ≥ 1
+        Columns j of X, each with its factor zⱼ (the images' place: the data points).
+    factors : int ≥ 1
+        K, the length of each wᵢ and zⱼ.
+    shape, rate : float > 0
+        w_ik, z_jk ~ Ga(shape, rate), rate the inverse scale.
+    seed : int
+        Seeds W, Z, X and the held-out entries.
+    """
     if min(rows, cols, factors) < 1 or shape <= 0 or rate <= 0:
         raise ValueError("pmf-synthetic: sizes must be positive, shape and rate > 0")
     rng = np.random.default_rng(seed)

@@ -32,7 +32,15 @@ def usps_all() -> np.ndarray:
 @dataset("usps-3v5", kind="classification", files=(USPS_ALL,),
          description="USPS 3 vs 5 from usps_all.mat (SUBSTITUTE for GPML's usps_resampled), random halves")
 def usps_3v5(*, n_per_class: int = 1100, split: int = 0) -> Dataset:
-    """Digits 3 (y = 1) and 5 (y = 0), ``n_per_class`` random images of each, split in halves by seed ``split``."""
+    """Digits 3 (y = 1) and 5 (y = 0), ``n_per_class`` random images of each, split in halves by seed ``split``.
+
+    Parameters
+    ----------
+    n_per_class : int in [2, 1100]
+        Images of each digit, drawn at random from its 1,100 in ``usps_all.mat``.
+    split : int
+        Seed of the choice of images and of the random halves that split them into training and test.
+    """
     if not 2 <= n_per_class <= 1100:
         raise ValueError(f"usps-3v5: n_per_class must be in [2, 1100], got {n_per_class}")
     data = usps_all()

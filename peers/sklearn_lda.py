@@ -1,20 +1,8 @@
 """scikit-learn's ``LatentDirichletAllocation`` on svibench's LDA: online VB (Hoffman, Blei & Bach 2010) or batch VB.
 
-Hyperparameters under svibench's names, mapped onto the estimator's:
-
-=================  ========================  ==========================================
-svibench           scikit-learn              meaning
-=================  ========================  ==========================================
-``t0``             ``learning_offset``       τ₀ of ρₜ = (τ₀ + t)^(−κ) (scikit-learn needs τ₀ ≥ 1)
-``kappa``          ``learning_decay``        κ ∈ (0.5, 1] (the Robbins–Monro condition)
-``batch_size``     ``batch_size``            documents per online step
-``inner_iterations`` ``max_doc_update_iter``   cap on each document's coordinate ascent
-``inner_tol``      ``mean_change_tol``       its stopping rule (mean change of γ_d)
-model's α, η       ``doc_topic_prior``,      the Dirichlet priors of θ_d and β_k
-                   ``topic_word_prior``
-model's K, D       ``n_components``,         topics; documents the online step scales by
-                   ``total_samples``
-=================  ========================  ==========================================
+Hyperparameters under svibench's names (:class:`SklearnLDA`'s Parameters name the estimator's for each);
+from the model, its α, η (``doc_topic_prior``, ``topic_word_prior``: the Dirichlet priors of θ_d and β_k)
+and its K and D (``n_components``; ``total_samples``, the documents the online step scales by).
 
 The defaults are scikit-learn's own (batches of 128, τ₀ = 10, κ = 0.7, 100 local iterations,
 tolerance 10⁻³), so that ``sklearn-lda`` is the library as its users meet it.
@@ -61,7 +49,23 @@ LEARNING_METHODS = ("online", "batch")
 
 
 class SklearnLDA(Peer):
-    """scikit-learn's ``LatentDirichletAllocation`` (online or batch VB) as an svibench algorithm; see the module."""
+    """scikit-learn's ``LatentDirichletAllocation`` (online or batch VB) as an svibench algorithm; see the module.
+
+    Parameters
+    ----------
+    learning_method : {"online", "batch"}
+        A step is one ``partial_fit`` on a minibatch (online VB) or one EM sweep over the whole corpus (batch VB).
+    batch_size : int ≥ 1
+        Documents per online step (scikit-learn's ``batch_size``, online only).
+    t0 : float ≥ 1
+        τ₀ of the online step ρₜ = (τ₀ + t)^(−κ) (scikit-learn's ``learning_offset``, which needs τ₀ ≥ 1).
+    kappa : float in (0.5, 1]
+        κ of the online step ρₜ = (τ₀ + t)^(−κ) (scikit-learn's ``learning_decay``).
+    inner_iterations : int ≥ 1
+        Cap on each document's local coordinate ascent (scikit-learn's ``max_doc_update_iter``).
+    inner_tol : float ≥ 0
+        Stop a document's coordinate ascent when the mean change of γ_d is below this (``mean_change_tol``).
+    """
 
     name = "sklearn-lda"
     label = "scikit-learn LDA"

@@ -3,8 +3,11 @@
 Every parameter comes from the signature the study checker reads (:func:`svibench.registry.accepted_params`,
 used by :mod:`svibench.study` too), so the two cannot drift: its type and default from the annotations, its
 meaning and valid range from the ``Parameters`` section of the numpydoc docstring (the type line of
-``damping : float in [0, 1)`` gives the range).  A model adds its metrics (``svibench.metrics``) and
-its capabilities; a dataset its files, their SHA-256 and whether they are in the data directory.
+``damping : float in [0, 1)`` gives the range).  A dataset's loader may leave a parameter that the
+loaders of its module share (a seed, a held-out fraction) to a ``Parameters`` section of the module's
+docstring, written once there.  A model adds its metrics (``svibench.metrics``) and its capabilities;
+a dataset its files, their SHA-256 and whether they are in the data directory, or, for a loader that
+takes a ``path``, that the data are the user's own file.
 """
 from __future__ import annotations
 
@@ -55,15 +58,24 @@ def _docstring_entries(doc: str) -> dict[str, tuple[str, str]]:
     return entries
 
 
+#: Words whose period ends no sentence ("eq. 14", "i.e. 1 − r", "e.g. from", "Ranganath et al. 2014").
+_ABBREVIATION = re.compile(r"\b(e\.g|i\.e|eq|Eq|al|cf|vs|Alg|App|Fig|Sec)$")
+
+
 def _first_sentence(text: str, width: int = 120) -> str:
-    """The description's first sentence, shortened to ``width`` characters."""
-    end = re.search(r"[.;](\s|$)", text)
-    sentence = text[:end.start() + 1] if end else text
+    """The description's first sentence (up to a ``;`` or a ``.`` that ends no abbreviation), shortened to ``width``."""
+    ends = (m.start() for m in re.finditer(r"[.;](\s|$)", text)
+            if text[m.start()] == ";" or not _ABBREVIATION.search(text[:m.start()]))
+    end = next(ends, None)
+    sentence = text[:end + 1] if end is not None else text
     return sentence if len(sentence) <= width else sentence[:width - 1].rstrip() + "…"
 
 
-def _params(func: Callable, names: list[str], doc: str) -> list[Param]:
-    signature, documented = inspect.signature(func).parameters, _docstring_entries(doc)
+def _params(func: Callable, names: list[str], *docs: str) -> list[Param]:
+    """``func``'s parameters ``names``, each from the first of ``docs`` whose ``Parameters`` section has it."""
+    signature, documented = inspect.signature(func).parameters, {}
+    for doc in reversed(docs):
+        documented.update(_docstring_entries(doc))
     out = []
     for name in names:
         p = signature[name]
@@ -87,8 +99,8 @@ def _algorithm(entry: AlgorithmEntry, registry: Registry) -> list[str]:
 def _model(cls: type, source: str) -> list[str]:
     lines = [f"model {cls.name}  [{source}]", f"  {(cls.__doc__ or '').strip().splitlines()[0]}",
              f"  data kinds: {', '.join(cls.data_kinds)}", "Parameters ([[problem]] model_params):"]
-    doc = (cls.__doc__ or "") + "\n" + (cls.__init__.__doc__ or "")
-    lines += [p.line() for p in _params(cls.__init__, accepted_params(cls.__init__), doc)]
+    lines += [p.line() for p in _params(cls.__init__, accepted_params(cls.__init__), cls.__doc__ or "",
+                                        cls.__init__.__doc__ or "")]
     lines.append(f"Metrics (answer: {getattr(cls, 'answer', '')}; * shown by default):")
     for m in check_declaration(cls).values():
         span = f"[{m.low:g}, {m.high:g}]"
@@ -103,7 +115,12 @@ def _model(cls: type, source: str) -> list[str]:
 def _dataset(info: DatasetInfo, source: str) -> list[str]:
     lines = [f"dataset {info.name} (kind {info.kind})  [{source}]", f"  {info.description}",
              "Parameters ([[problem]] dataset_params):"]
-    lines += [p.line() for p in _params(info.loader, accepted_params(info.loader), info.loader.__doc__ or "")]
+    names, module = accepted_params(info.loader), inspect.getmodule(info.loader)
+    docs = (info.loader.__doc__ or "", getattr(module, "__doc__", "") or "")  # the loader's own entries first
+    lines += [p.line() for p in _params(info.loader, names, *docs)]
+    if not info.files and "path" in names:  # the user's own file (bow-file): nothing pinned, nothing generated
+        checked = ", checked against sha256" if "sha256" in names else ""
+        return lines + [f"Files: the file you give as path{checked} (see path above)"]
     lines.append(f"Files (data directory {data_dir()}):" if info.files else "Files: none (generated)")
     for f in info.files:
         here = "present" if (data_dir() / f.path).exists() else "absent"

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from svibench.cli import main
-from svibench.describe import describe
+from svibench.describe import _first_sentence, describe, describe_all
 from svibench.registry import get_registry
 from svibench.study import StudyError, parse_study
 
@@ -86,3 +86,39 @@ def test_a_model_lists_its_capabilities_and_an_unknown_name_is_one_line(capsys):
     assert main(["list", "--params"]) == 0
     out = capsys.readouterr().out
     assert all(f"algorithm {a}:" in out for a in REGISTRY.algorithms) and "dataset a1a (kind" in out
+
+
+def _own(source: str) -> bool:
+    """Whether a registry source is svibench's own (a built-in, or a peer of svibench's distribution)."""
+    return "svibench." in source
+
+
+def test_every_built_in_parameter_says_what_it_means():
+    """Issue 31: a newcomer writes a study from `svibench describe` alone, so no built-in parameter prints bare."""
+    names = [n for n, entry in REGISTRY.algorithms.items() if _own(entry.source)] + \
+            [n for table in (REGISTRY.models, REGISTRY.datasets) for n, (_, source) in table.items() if _own(source)]
+    bare = [f"{name}: {line.split()[0]}" for name in sorted(set(names))
+            for line in describe(name, REGISTRY).splitlines() if line.endswith("(no description)")]
+    assert bare == [], "document these in the Parameters section of the docstring describe reads:\n" + "\n".join(bare)
+
+
+def test_a_dataset_read_from_the_users_own_file_says_so_and_what_it_needs():
+    text = describe("bow-file", REGISTRY)
+    assert "Files: the file you give as path, checked against sha256" in text
+    assert "none (generated)" not in text
+    assert re.search(r"^  format .*uci.*svmlight.*ldac", text, re.M)  # not revealed by an error only
+
+
+def test_a_parameter_that_the_loaders_of_a_module_share_is_documented_once_there_and_a_loader_may_say_more():
+    line = {name: next(l for l in describe(name, REGISTRY).splitlines() if l.startswith("  seed "))
+            for name in ("reuters", "bow-file", "lda-synthetic")}
+    assert line["reuters"].split("default 0")[1] == line["bow-file"].split("default 0")[1]  # the module's entry
+    assert "corpus" in line["lda-synthetic"] and "corpus" not in line["reuters"]  # the loader's own wins
+
+
+def test_a_printed_meaning_runs_past_an_abbreviations_period_to_the_end_of_its_sentence():
+    assert _first_sentence("Doubly-stochastic CVI (eq. 14) with minibatches. More.") == \
+        "Doubly-stochastic CVI (eq. 14) with minibatches."
+    assert _first_sentence("As Hoffman et al. 2010, e.g. from a file; i.e. 1 − r.") == "As Hoffman et al. 2010, e.g. from a file;"
+    assert _first_sentence("Draws per gradient") == "Draws per gradient"
+    assert not re.search(r"\b(eq|e\.g|i\.e|al)\.$", describe_all(REGISTRY), re.M)
