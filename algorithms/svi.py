@@ -115,7 +115,8 @@ class SVI(_ConjugateFamily):
     init_method : str
         The model's initialisation method ("default": its first).
     sparse : bool
-        Take the sparse global step where the model offers it (above); False: always the dense one.
+        Take the sparse global step of Mimno, Hoffman & Blei (2012) where the model offers it (LDA's Mimno-SVI);
+        False: always the dense step (the same trajectory up to rounding).
     """
 
     name = "svi"
