@@ -38,6 +38,7 @@ import numpy as np
 from svibench.algorithm import Algorithm, Preset, resolve_init_method
 from svibench.capabilities import ConditionallyConjugate, LocalApprox, natural_step
 from svibench.capabilities.conjugate import LOCAL_KINDS, VIEWS, ConjugatePosterior, ensure_finite
+from svibench.capabilities.sparse import offers_sparse_step
 from svibench.numerics.minibatch import sample_minibatch
 from svibench.numerics.schedules import make_schedule
 
@@ -80,6 +81,14 @@ class SVI(_ConjugateFamily):
     locals' expected sufficient statistics given the globals' ``view``, and
     takes the natural-gradient step λ ← (1 − ρₜ)λ + ρₜ(η + N/|B| Σ_{i∈B} η̂ᵢ).
 
+    Where the model offers it (:class:`svibench.capabilities.sparse.SparseGlobalStep`; LDA with
+    ``local="gibbs"``, ``view="expected"``: Mimno-SVI), the step is Mimno, Hoffman & Blei (2012)'s
+    sparse one: λ kept lazily as λ = s·μ + c, the decay in the scalar s, the prior's share in the
+    scalar c, and only the entries the minibatch's sampled statistics touch updated; the locals read
+    λ only at the minibatch's columns.  A step then costs the minibatch, not the size of λ; the random
+    draws are the dense step's, in the same order, so the trajectory is the same up to rounding, and
+    ``posterior()`` forms the dense λ (at checkpoints, off the clock).
+
     Parameters
     ----------
     batch_size : int
@@ -105,6 +114,9 @@ class SVI(_ConjugateFamily):
         ``models.bpfa.local.mean_field``).  Only ``local`` in mf, titsias-printed reads it.
     init_method : str
         The model's initialisation method ("default": its first).
+    sparse : bool
+        Take the sparse global step of Mimno, Hoffman & Blei (2012) where the model offers it (LDA's Mimno-SVI);
+        False: always the dense step (the same trajectory up to rounding).
     """
 
     name = "svi"
@@ -123,7 +135,7 @@ class SVI(_ConjugateFamily):
     def __init__(self, *, batch_size: int = 100, kappa: float = 0.75, t0: float = 1.0, rho: float | None = None,
                  local: str = "mf", view: str = "expected", burnin: int = 3, samples: int = 3,
                  inner_iterations: int = 20, inner_tol: float = 1e-3, local_init: str = "full",
-                 init_method: str = "default") -> None:
+                 init_method: str = "default", sparse: bool = True) -> None:
         self.batch_size = batch_size
         self.kappa = kappa
         self.t0 = t0
@@ -136,6 +148,7 @@ class SVI(_ConjugateFamily):
         self.inner_tol = inner_tol
         self.local_init = local_init
         self.init_method = init_method
+        self.sparse = sparse
 
     def check_params(self) -> None:
         if self.local not in LOCAL_KINDS:
@@ -153,11 +166,16 @@ class SVI(_ConjugateFamily):
         self.schedule_ = make_schedule(rho=self.rho, t0=self.t0, kappa=self.kappa)
         self._start(LocalApprox(self.local, self.burnin, self.samples, self.inner_iterations, self.inner_tol,
                                 self.local_init))
+        self.lazy_ = None
+        if self.sparse and offers_sparse_step(model, self.local, self.view):
+            self.lazy_, self.lam_ = model.lazy_globals(self.lam_), None
 
     def step(self) -> int:
         model, rng = self.model_, self.rng_
         n = model.n_train
         batch = sample_minibatch(rng, n, self.batch_size)
+        if self.lazy_ is not None:
+            return self._sparse_step(batch)
         view = model.expected_view(self.lam_) if self.view == "expected" else model.sampled_view(self.lam_, rng)
         stats = model.local_statistics(view, batch, self.approx_, rng)
         self.t_ += 1
@@ -165,8 +183,17 @@ class SVI(_ConjugateFamily):
         ensure_finite(self.lam_, self.t_)
         return len(batch)
 
+    def _sparse_step(self, batch: np.ndarray) -> int:
+        """The step on the lazy λ (Mimno et al. 2012, §3): the same draws as the dense step, O(minibatch) work."""
+        stats = self.model_.sparse_statistics(self.lazy_, batch, self.approx_, self.rng_)
+        self.t_ += 1
+        self.lazy_.step(stats, self.schedule_(self.t_), self.model_.n_train / len(batch))
+        self.lazy_.ensure_finite(stats, self.t_)
+        return len(batch)
+
     def posterior(self) -> ConjugatePosterior:
-        return ConjugatePosterior(self.lam_, self.approx_, self.view)
+        lam = self.lam_ if self.lazy_ is None else self.model_.dense_globals(self.lazy_)
+        return ConjugatePosterior(lam, self.approx_, self.view)
 
 
 class VMP(_ConjugateFamily):

@@ -15,6 +15,9 @@ Capabilities
   Blei (2012)'s collapsed sweep over z_d with θ_d integrated out, counts averaged
   after burn-in (Mimno-SVI in the expected view, Gibbs-SSVI in the sampled one).
   The expected view is exp(E[log β]), the sampled one a draw β ~ q(β).
+* **Sparse global step** (``svibench.capabilities.sparse``): for Mimno-SVI, λ kept lazily as
+  λ = s·μ + c (Mimno, Hoffman & Blei 2012, §3), the locals reading exp(E[log β]) of the
+  minibatch's word types only and returning the sampled (topic, word) counts (``sparse``).
 * **Conditional sampler**: Griffiths & Steyvers (2004)'s collapsed Gibbs sampler
   (``algorithms.gibbs``), the reference.
 * **Sampled reference posterior** (``svibench reference``): draws of the topics given the chain's z, binned onto
@@ -45,6 +48,7 @@ from scipy.special import digamma
 from svibench.capabilities.conjugate import ConjugatePosterior, Globals, LocalApprox
 from svibench.capabilities.latent_gaussian import GaussianPosterior
 from svibench.capabilities.mean_field import Blocks
+from svibench.capabilities.sparse import LazyGlobal, SparseStatistics
 from svibench.data import Dataset
 from svibench.datasets.bow import validate_counts
 from svibench.expfam import DirichletNatural, GammaNatural
@@ -56,6 +60,7 @@ from . import joint
 from .alignment import align_draws, dirichlet_summary, dirichlet_summary_draw, match, summary_words
 from .corpus import LOOPS, Chain, Corpus
 from .evaluation import completion_loglik, elbo, fit_documents
+from .sparse import gibbs_counts, sparse_gibbs_statistics
 
 __all__ = ["LDA"]
 
@@ -146,16 +151,28 @@ class LDA(Model):
     def local_statistics(self, view: np.ndarray, batch: np.ndarray, approx: LocalApprox,
                          rng: np.random.Generator) -> Globals:
         """Σ_{d∈B} n_dv φ_dvk (``mf``) or Mimno's averaged topic–word counts (``gibbs``), as (K, V)."""
-        stats = np.zeros((self.V, self.K))
-        if approx.kind == "mf":
-            fit_documents(self.corpus, view, self.alpha, approx.inner_iterations, approx.inner_tol, stats, batch)
-        elif approx.kind == "gibbs":
-            indptr, words, counts = self.corpus.arrays(batch)
-            u = rng.random((1 + approx.burnin + approx.samples, int(counts.sum())))
-            LOOPS.gibbs_documents(indptr, words, counts, view, self.alpha, u, approx.burnin, approx.samples, stats)
-        else:
+        if approx.kind == "gibbs":
+            return {"topics": DirichletNatural(gibbs_counts(*self.corpus.arrays(batch), view, self.alpha, approx, rng).T)}
+        if approx.kind != "mf":
             raise ValueError(f"lda offers local approximations {', '.join(self.local_kinds)}, not {approx.kind!r}")
+        stats = np.zeros((self.V, self.K))
+        fit_documents(self.corpus, view, self.alpha, approx.inner_iterations, approx.inner_tol, stats, batch)
         return {"topics": DirichletNatural(stats.T)}
+
+    # -- capability: the sparse global step of Mimno et al. (2012) (svibench.capabilities.sparse, .sparse)
+    sparse_local_kinds: ClassVar[tuple[str, ...]] = ("gibbs",)
+
+    def lazy_globals(self, lam: Globals) -> LazyGlobal:
+        """λ's concentrations (K, V), lazily: λ_kv = s·μ_kv + c, the prior's scalar η accumulating in c."""
+        return LazyGlobal.from_dense(lam["topics"].concentration(), self.eta)
+
+    def dense_globals(self, lazy: LazyGlobal) -> Globals:
+        return {"topics": DirichletNatural.from_concentration(lazy.dense())}
+
+    def sparse_statistics(self, lazy: LazyGlobal, batch: np.ndarray, approx: LocalApprox,
+                          rng: np.random.Generator) -> SparseStatistics:
+        """Mimno's counts n̂_kv of ``batch`` from exp(E[log β]) of its word types only (:func:`.sparse.sparse_gibbs_statistics`)."""
+        return sparse_gibbs_statistics(self.corpus, lazy, self.alpha, batch, approx, rng)
 
     # -- capability: the collapsed Gibbs sampler (algorithms.gibbs)
     def chain_init(self, rng: np.random.Generator, method: str = "random") -> Chain:

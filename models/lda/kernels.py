@@ -115,15 +115,15 @@ if AVAILABLE:
                         stats[words[j], k] += c * et[k] * row[k]
 
     @_jit
-    def _draw(p, total, u):
-        """The index k with cumsum(p)[k−1] ≤ u·total < cumsum(p)[k] (inverse-CDF draw)."""
-        target = u * total
-        s = 0.0
-        for k in range(p.shape[0] - 1):
-            s += p[k]
-            if target < s:
-                return k
-        return p.shape[0] - 1
+    def _draw(c, target):
+        """The index k with c[k−1] ≤ target < c[k] (the inverse-CDF draw; K − 1 past c[K − 2]) given the
+        running sums c of the weights: the number of c[k] ≤ target below K − 1, as c never decreases.
+        A branch-free count that vectorises, where stopping at the first c[k] > target would walk a second
+        add chain; the same index, so the same draws as summing in the scan."""
+        n = 0
+        for k in range(c.shape[0] - 1):
+            n += c[k] <= target
+        return n
 
     @_jit
     def gibbs_documents(indptr, words, counts, weights, alpha, u, burnin, samples, stats):
@@ -135,7 +135,7 @@ if AVAILABLE:
         topic–word counts averaged over the last ``samples`` sweeps.
         """
         K = weights.shape[1]
-        p = np.empty(K)
+        c = np.empty(K)
         ndk = np.empty(K)
         t = 0
         for d in range(indptr.shape[0] - 1):
@@ -152,7 +152,11 @@ if AVAILABLE:
             ndk[:] = 0.0
             for i in range(n):
                 row = weights[tokens[i]]
-                z[i] = _draw(row, row.sum(), u[0, t + i])
+                total = 0.0
+                for k in range(K):
+                    total += row[k]
+                    c[k] = total
+                z[i] = _draw(c, u[0, t + i] * row.sum())
                 ndk[z[i]] += 1.0
             for s in range(burnin + samples):
                 for i in range(n):
@@ -160,9 +164,9 @@ if AVAILABLE:
                     row = weights[tokens[i]]
                     total = 0.0
                     for k in range(K):
-                        p[k] = (alpha + ndk[k]) * row[k]
-                        total += p[k]
-                    z[i] = _draw(p, total, u[1 + s, t + i])
+                        total += (alpha + ndk[k]) * row[k]
+                        c[k] = total
+                    z[i] = _draw(c, u[1 + s, t + i] * total)
                     ndk[z[i]] += 1.0
                 if s >= burnin:
                     for i in range(n):
@@ -175,7 +179,7 @@ if AVAILABLE:
         p(z_i = k | z₋ᵢ, w) ∝ (n_dk^¬i + α)(n_kw^¬i + η) / (n_k^¬i + Vη)."""
         K = nk.shape[0]
         v_eta = nwk.shape[0] * eta
-        p = np.empty(K)
+        c = np.empty(K)
         for i in range(z.shape[0]):
             d, w, k = doc[i], word[i], z[i]
             ndk[d, k] -= 1
@@ -183,9 +187,9 @@ if AVAILABLE:
             nk[k] -= 1
             total = 0.0
             for k in range(K):
-                p[k] = (ndk[d, k] + alpha) * (nwk[w, k] + eta) / (nk[k] + v_eta)
-                total += p[k]
-            k = _draw(p, total, u[i])
+                total += (ndk[d, k] + alpha) * (nwk[w, k] + eta) / (nk[k] + v_eta)
+                c[k] = total
+            k = _draw(c, u[i] * total)
             z[i] = k
             ndk[d, k] += 1
             nwk[w, k] += 1

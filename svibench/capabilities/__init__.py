@@ -14,11 +14,12 @@ from .latent_gaussian import LatentGaussian
 from .log_joint import LogJoint, LogJointGradient, ReparameterisableFamily, VariationalFamily
 from .mean_field import MeanFieldNonConjugate
 from .sampler import ConditionalSampler
+from .sparse import LazyGlobal, SparseGlobalStep, SparseStatistics
 
 __all__ = [
     "ConditionallyConjugate", "ConjugatePosterior", "Globals", "LocalApprox", "natural_step", "missing", "protocol_members",
     "LatentGaussian", "JaxLogJoint", "LogJoint", "LogJointGradient", "VariationalFamily", "ReparameterisableFamily",
-    "MeanFieldNonConjugate", "ConditionalSampler",
+    "MeanFieldNonConjugate", "ConditionalSampler", "SparseGlobalStep", "LazyGlobal", "SparseStatistics",
 ]
 
 

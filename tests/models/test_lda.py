@@ -233,7 +233,7 @@ def test_sampled_locals_agree_with_the_collapsed_gibbs_topics():
         alg.init(model, np.random.default_rng(10))
         for _ in range(300):
             alg.step()
-        lam = alg.lam_["topics"].concentration()
+        lam = alg.posterior().lam["topics"].concentration()
         assert _aligned_l1(lam / lam.sum(1, keepdims=True), reference_topics) < 0.08, view
     assert _aligned_l1(rng.dirichlet(np.ones(model.V), size=3), reference_topics) > 0.5
 
