@@ -240,6 +240,8 @@ class BPFA(Model):
     # -- reference posterior (svibench.reference; models.bpfa.reference)
     sampler_name: ClassVar[str] = ("uncollapsed Gibbs over (Z, W, π, Φ, γ_w, γ_obs) (Shah et al. 2015, §5.1); latent: "
                                    "the noise-free signal (z ∘ w)Φ of fixed rows, invariant to relabelling features")
+    #: Draws of the signal behind each posterior's moments (``models.bpfa.reference.DRAWS``).
+    latent_draws: ClassVar[int] = reference.DRAWS
 
     def chain_latent(self, state: ChainState) -> np.ndarray:
         """The signal X_R Φ of the compared rows at the state (R·D,): one posterior draw."""
@@ -248,7 +250,7 @@ class BPFA(Model):
     def latent_moments(self, posterior: ConjugatePosterior | ChainState) -> GaussianPosterior:
         """Mean and variances (``cov`` as a vector) of the compared rows' signal under any posterior ``evaluate``
         takes, from draws as eq. 12 makes them (``models.bpfa.reference.signal_moments``)."""
-        return reference.signal_moments(posterior, self.Y, self.M, self.signal_rows)
+        return reference.signal_moments(posterior, self.Y, self.M, self.signal_rows, self.latent_draws)
 
     # -- evaluation
     def global_kl(self, lam: Globals) -> float:

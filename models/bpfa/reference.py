@@ -77,7 +77,8 @@ def signal_draws(posterior: ConjugatePosterior | ChainState, Y: np.ndarray, M: n
 
 
 def signal_moments(posterior: ConjugatePosterior | ChainState, Y: np.ndarray, M: np.ndarray, rows: np.ndarray,
-                   n_draws: int = DRAWS) -> GaussianPosterior:
-    """Mean and variances (``cov`` as a vector) of the rows' signal, from ``n_draws`` draws seeded by :data:`SEED`."""
+                   n_draws: int) -> GaussianPosterior:
+    """Mean and variances (``cov`` as a vector) of the rows' signal, from ``n_draws`` draws seeded by :data:`SEED`
+    (BPFA takes :data:`DRAWS`)."""
     draws = signal_draws(posterior, Y, M, rows, n_draws, np.random.default_rng(SEED))
     return GaussianPosterior(draws.mean(0), draws.var(0, ddof=1))
