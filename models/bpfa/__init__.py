@@ -17,6 +17,11 @@ score-function BBVI (small problems only).  The maths lives in
 (eq. 7), ``models.bpfa.chain`` (Gibbs sampler), ``models.bpfa.joint`` (log joint),
 ``models.bpfa.evaluation`` (eq. 12 and metrics) and ``models.bpfa.kernels`` (compiled sweeps).
 
+Reference posterior (``svibench reference``): the uncollapsed Gibbs sampler's chains, compared on the
+noise-free signal (zᵢ ∘ wᵢ)Φ of ``reference_rows`` fixed rows — invariant to permuting, flipping and rescaling
+features, so no relabelling is needed (``models.bpfa.reference`` says why not the aligned features, and how
+every algorithm's posterior maps to the signal's moments).
+
 Data: a ``Dataset`` of kind ``"factor"`` or ``"images"`` with ``train["Y"]``
 (N, D) and ``train["mask"]`` (N, D, 1 = observed) and ``test["Y"]`` (true
 values) with ``test["mask"]`` (held-out entries to predict).  Image datasets
@@ -33,6 +38,7 @@ import numpy as np
 
 from svibench.capabilities import Globals, LocalApprox
 from svibench.capabilities.conjugate import ConjugatePosterior
+from svibench.capabilities.latent_gaussian import GaussianPosterior
 from svibench.data import Dataset
 from svibench.expfam import BetaNatural, GammaNatural, GaussianDiagNatural
 from svibench.numerics.minibatch import sample_minibatch
@@ -40,7 +46,7 @@ from svibench.datasets.images import assemble_patches
 from svibench.metrics import Metric, metric_table
 from svibench.model import Model
 
-from . import evaluation, joint, memory
+from . import evaluation, joint, memory, reference
 from .chain import ChainState, point_view, sample_globals, sweep_locals
 from .local import LOCAL_STARTS, LOCALS, GlobalMoments, LocalMoments
 from .stats import global_statistics
@@ -67,6 +73,8 @@ class BPFA(Model):
         Size of the random subset and number of sweeps of the Gibbs initialisation.
     eval_chunk : int
         Rows per chunk at evaluation (memory O(chunk × K)).
+    reference_rows : int
+        R, the rows whose signal is compared with a reference posterior (``models.bpfa.reference``; R·D numbers).
     """
 
     name = "bpfa"
@@ -104,14 +112,16 @@ class BPFA(Model):
 
     def __init__(self, data: Dataset, *, features: int = 50, a: float = 10.0, b: float = 10.0, c0: float = 1.0,
                  d0: float = 10.0, e0: float = 1.0, f0: float = 1.0, predictive_samples: int = 5,
-                 init_rows: int = 1000, init_sweeps: int = 20, eval_chunk: int = 1024) -> None:
+                 init_rows: int = 1000, init_sweeps: int = 20, eval_chunk: int = 1024, reference_rows: int = 16) -> None:
         super().__init__(data)
-        if features < 1 or predictive_samples < 1 or init_rows < 1 or init_sweeps < 1 or eval_chunk < 1:
-            raise ValueError("bpfa: features, predictive_samples, init_rows, init_sweeps and eval_chunk must be ≥ 1")
+        if min(features, predictive_samples, init_rows, init_sweeps, eval_chunk, reference_rows) < 1:
+            raise ValueError("bpfa: features, predictive_samples, init_rows, init_sweeps, eval_chunk and reference_rows "
+                             "must be ≥ 1")
         self.Y = np.asarray(data.train["Y"], dtype=float)
         self.M = np.asarray(data.train["mask"], dtype=float)
         self.features, self.predictive_samples = features, predictive_samples
         self.init_rows, self.init_sweeps, self.eval_chunk = init_rows, init_sweeps, eval_chunk
+        self.signal_rows = reference.signal_rows(self.Y.shape[0], reference_rows)
         K, D = features, self.Y.shape[1]
         self.hyper = {"a0": a / K, "b0": b * (K - 1) / K, "c0": c0, "d0": d0, "e0": e0, "f0": f0, "phi_precision": float(D)}
         self._prior = {
@@ -226,6 +236,21 @@ class BPFA(Model):
         Y, M = (self.Y, self.M) if rows is None else (self.Y[rows], self.M[rows])
         X = sweep_locals(state, Y, M, rng)
         return sample_globals(ChainState(state.pi, state.phi, state.gamma_w, state.gamma_obs, X), Y, M, self.hyper, rng)
+
+    # -- reference posterior (svibench.reference; models.bpfa.reference)
+    sampler_name: ClassVar[str] = ("uncollapsed Gibbs over (Z, W, π, Φ, γ_w, γ_obs) (Shah et al. 2015, §5.1); latent: "
+                                   "the noise-free signal (z ∘ w)Φ of fixed rows, invariant to relabelling features")
+    #: Draws of the signal behind each posterior's moments (``models.bpfa.reference.DRAWS``).
+    latent_draws: ClassVar[int] = reference.DRAWS
+
+    def chain_latent(self, state: ChainState) -> np.ndarray:
+        """The signal X_R Φ of the compared rows at the state (R·D,): one posterior draw."""
+        return reference.chain_signal(state, self.signal_rows)
+
+    def latent_moments(self, posterior: ConjugatePosterior | ChainState) -> GaussianPosterior:
+        """Mean and variances (``cov`` as a vector) of the compared rows' signal under any posterior ``evaluate``
+        takes, from draws as eq. 12 makes them (``models.bpfa.reference.signal_moments``)."""
+        return reference.signal_moments(posterior, self.Y, self.M, self.signal_rows, self.latent_draws)
 
     # -- evaluation
     def global_kl(self, lam: Globals) -> float:

@@ -6,20 +6,29 @@ Every such model maps whatever posterior an algorithm hands it to the Gaussian m
 * exactly (:class:`ExactReference`): a conjugate model's closed-form posterior (``linreg``);
 * by a long run of an exact sampler (:class:`SampledReference`): a
   :class:`~svibench.capabilities.ConditionalSampler` whose chain state yields the latent vector
-  (``logreg`` and ``gpc``: the Pólya-Gamma Gibbs sampler of ``models.polya_gamma``).
+  (``logreg`` and ``gpc``: the Pólya-Gamma Gibbs sampler of ``models.polya_gamma``; ``gmm``, ``lda`` and
+  ``bpfa`` below).
 
 A model that also predicts test labels (:class:`PredictsClasses`) gets the predictive distance.
 
-Label-switching models (the Gaussian mixture ``gmm``, ``models.gmm_chain``; LDA, ``models.lda.alignment``; BPFA
-not yet offered) define ``align_draws(draws) -> draws`` (draws (S, D), every chain's draws stacked, e.g. each
-draw's components permuted to best match one pivot, as in Stephens 2000), which
+Label-switching models (the Gaussian mixture ``gmm``, ``models.gmm_chain``; LDA, ``models.lda.alignment``)
+define ``align_draws(draws) -> draws`` (draws (S, D), every chain's draws stacked, e.g. each draw's components
+permuted to best match one pivot, as in Stephens 2000), which
 :func:`svibench.reference.sampling.sample_chains` applies to all chains together before any moment is taken, and
 ``align_to(q, ref_mean) -> q`` (:class:`LabelSwitching`), which the run's scorer (:mod:`.attach`) applies to q's
 moments to put its components in the reference's order.
 
+Where matching labels is unsound, the compared latent is one that no relabelling changes, and the model is not
+:class:`LabelSwitching`: BPFA (``models.bpfa.reference``) compares the noise-free signal (zᵢ ∘ wᵢ)Φ of a fixed
+set of rows, unchanged by permuting its exchangeable features, flipping their signs or rescaling them, because
+many of its K features are off or shared by a few rows and split and merge between modes, so a feature of q
+often has no partner in the reference to be matched to.
+
 A large latent (LDA's topic summaries) may give ``latent_moments``' ``cov`` as a vector of variances: the
 reference then stores only the diagonal (:data:`svibench.reference.moments.FULL_COV_MAX`) and the metrics
-compare the diagonal Gaussians.
+compare the diagonal Gaussians.  So does a q whose moments are Monte Carlo estimates (BPFA's signal, 640
+coordinates from a thousand draws), whose full covariance would be mostly noise; its reference still stores the
+full covariance.
 """
 from __future__ import annotations
 
