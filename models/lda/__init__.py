@@ -179,7 +179,8 @@ class LDA(Model):
         return self.corpus.tokens()
 
     # -- capability: a sampled reference posterior (svibench.reference; the summary and its alignment: .alignment)
-    sampler_name: ClassVar[str] = "collapsed Gibbs (Griffiths & Steyvers 2004), Rao-Blackwellised binned topics"
+    sampler_name: ClassVar[str] = ("collapsed Gibbs (Griffiths & Steyvers 2004), a draw of the binned topics given z "
+                                   "per kept sweep, relabelled to one pivot")
     #: M: the compared summary bins each topic onto the corpus's M most frequent words and the rest.
     reference_words: ClassVar[int] = 200
 
