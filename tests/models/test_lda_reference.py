@@ -10,7 +10,7 @@ from svibench.capabilities.conjugate import ConjugatePosterior
 from svibench.datasets.lda import lda_synthetic
 from svibench.expfam import DirichletNatural
 from svibench.models.lda import LDA, kernels
-from svibench.models.lda.alignment import dirichlet_summary, match
+from svibench.models.lda.alignment import dirichlet_summary, hellinger, match, topics_off
 from svibench.reference.accuracy import accuracy
 from svibench.reference.artifact import Reference
 from svibench.reference.attach import Scorer
@@ -58,10 +58,11 @@ def test_a_permuted_q_scores_as_the_unpermuted_and_the_reference_itself_scores_z
     lam_ref, lam_q = rng.gamma(0.5, 20.0, size=(2, 3, 40))
     ref_mean, ref_var = dirichlet_summary(lam_ref, model._summary_words)
     reference = Reference({"mean": ref_mean.ravel(), "sd": np.sqrt(ref_var).ravel()}, {})
-    scorer, perm = Scorer(reference), np.array([2, 0, 1])
+    scorer, perm = Scorer.of(reference, model), np.array([2, 0, 1])
     assert scorer(model, _posterior(lam_q)) == pytest.approx(scorer(model, _posterior(lam_q[perm])), rel=1e-12)
     exact = scorer(model, _posterior(lam_ref[perm]))
     assert exact["ref_mean_error"] < 1e-12 and exact["ref_sd_error"] < 1e-12 and exact["ref_w2"] < 1e-12
+    assert exact["ref_topics_off"] == 0 and set(exact) == set(scorer.metrics)  # LDA's own metric, declared
     q = model.latent_moments(_posterior(lam_ref[perm]))  # the same q, not relabelled: far off
     assert accuracy(q.mean, q.cov, reference.mean, reference.cov)["ref_mean_error"] > 1.0
 
@@ -93,3 +94,16 @@ def test_the_chains_latent_is_a_draw_of_the_binned_topics_given_z_not_their_cond
     mean, var = dirichlet_summary(state.nwk.T + model.eta, model._summary_words)
     assert np.allclose(draws.mean(0), mean.ravel(), atol=4 * np.sqrt(var.max() / len(draws)))
     assert np.allclose(draws.var(0), var.ravel(), rtol=0.06, atol=1e-9)
+
+
+def test_topics_off_counts_the_topics_in_another_mode_not_the_slightly_off_ones():
+    rng = np.random.default_rng(7)
+    reference = rng.dirichlet(np.full(12, 0.3), size=4)
+    noisy = np.array([rng.dirichlet(2000.0 * t + 1e-3) for t in reference])  # each near its own topic
+    merged_split = noisy.copy()
+    merged_split[0] = 0.5 * (reference[0] + reference[1])  # two true topics in one ...
+    merged_split[1] = reference[2]                          # ... and one true topic in two
+    assert np.all(np.diag(hellinger(noisy, reference)) < 0.1)
+    assert topics_off(noisy, reference) == 0 and topics_off(merged_split, reference) == 2
+    assert topics_off(np.full((1, 12), 1.0 / 12), reference[:1]) == 0  # K = 1: no second topic to confuse it with
+
