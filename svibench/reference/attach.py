@@ -7,9 +7,10 @@ one-line note naming the command that computes it (saved with the run); a stale 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from svibench.metrics import Metric
 from svibench.model import Model
 from svibench.registry import Registry
 from svibench.spec import ProblemSpec
@@ -37,14 +38,21 @@ def missing_notes(problems: list[ProblemSpec], registry: Registry) -> list[str]:
 
 @dataclass(frozen=True)
 class Scorer:
-    """Scores a posterior against one reference (:func:`~.accuracy.accuracy`)."""
+    """Scores a posterior against one reference (:func:`~.accuracy.accuracy`), and by a label-switching model's
+    own ``component_accuracy`` when it declares ``component_metrics`` (:mod:`.capability`)."""
 
     reference: Reference
+    component_metrics: dict[str, Metric] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, reference: Reference, model: Model) -> "Scorer":
+        """The scorer of ``model``'s runs: with its ``component_metrics`` when it is label-switching."""
+        return cls(reference, dict(getattr(model, "component_metrics", {})) if isinstance(model, LabelSwitching) else {})
 
     @property
-    def metrics(self):
+    def metrics(self) -> dict[str, Metric]:
         names = [m for m in ACCURACY_METRICS if m != "ref_predictive_kl" or self.reference.predictive is not None]
-        return {m: ACCURACY_METRICS[m] for m in names}
+        return {**{m: ACCURACY_METRICS[m] for m in names}, **self.component_metrics}
 
     def __call__(self, model: Model, posterior: Any) -> dict[str, float]:
         ref = self.reference
@@ -52,7 +60,10 @@ class Scorer:
         if isinstance(model, LabelSwitching):
             q = model.align_to(q, ref.mean)
         p_q = model.test_probabilities(q) if ref.predictive is not None and isinstance(model, PredictsClasses) else None
-        return accuracy(q.mean, q.cov, ref.mean, ref.cov, p_q, ref.predictive)
+        out = accuracy(q.mean, q.cov, ref.mean, ref.cov, p_q, ref.predictive)
+        if self.component_metrics:
+            out.update(model.component_accuracy(q, ref.mean))
+        return out
 
 
 def scorer_for(spec: ProblemSpec, model: Model) -> tuple[Scorer | None, str]:
@@ -66,4 +77,4 @@ def scorer_for(spec: ProblemSpec, model: Model) -> tuple[Scorer | None, str]:
     reference = load_reference(path)
     check_fresh(reference, spec, type(model), model.data)
     state = "passed its diagnostics" if reference.passed else "FAILED its diagnostics (stored with --force)"
-    return Scorer(reference), f"reference {path.name} ({reference.meta['method']}; {state})"
+    return Scorer.of(reference, model), f"reference {path.name} ({reference.meta['method']}; {state})"

@@ -16,7 +16,10 @@ define ``align_draws(draws) -> draws`` (draws (S, D), every chain's draws stacke
 permuted to best match one pivot, as in Stephens 2000), which
 :func:`svibench.reference.sampling.sample_chains` applies to all chains together before any moment is taken, and
 ``align_to(q, ref_mean) -> q`` (:class:`LabelSwitching`), which the run's scorer (:mod:`.attach`) applies to q's
-moments to put its components in the reference's order.
+moments to put its components in the reference's order.  Such a model may also declare ``component_metrics`` (a
+:func:`~svibench.metrics.metric_table` of kind "accuracy") and ``component_accuracy(q, ref_mean) -> dict`` (q
+already relabelled), which the scorer adds to the run's accuracy metrics: LDA's ``ref_topics_off`` counts q's
+topics in another mode (merged, split or dead), which dominate the RMS standardised mean error when there are any.
 
 Where matching labels is unsound, the compared latent is one that no relabelling changes, and the model is not
 :class:`LabelSwitching`: BPFA (``models.bpfa.reference``) compares the noise-free signal (zᵢ ∘ wᵢ)Φ of a fixed
