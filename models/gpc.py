@@ -23,6 +23,8 @@ m* = Aᵀm and v* = k** − diag(AᵀK*) + diag(AᵀSA) with A = K⁻¹K*.
 """
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 import scipy.linalg
 from scipy.spatial.distance import cdist
@@ -168,12 +170,17 @@ class GPClassification(LatentLogisticModel):
     def has_test(self) -> bool:
         return "X" in self.data.test
 
-    def test_marginals(self, mean: np.ndarray, cov: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """m* = Aᵀm, v* = k** − diag(AᵀK*) + diag(AᵀSA), A = K⁻¹K* (module docstring; S = 0 when ``cov`` is None)."""
+    @cached_property
+    def _test_gain(self) -> tuple[np.ndarray, np.ndarray]:
+        """A = K⁻¹K* and k** − diag(AᵀK*), which do not depend on q: computed once, not at every checkpoint."""
         Ks = self.kernel(self.X, np.asarray(self.data.test["X"], float))
         A = scipy.linalg.cho_solve((self.chol_K, True), Ks)
-        v = self.sf2 - np.sum(A * Ks, 0) + (0.0 if cov is None else np.sum(A * (cov @ A), 0))
-        v = np.maximum(v, 1e-12)
+        return A, self.sf2 - np.sum(A * Ks, 0)
+
+    def test_marginals(self, mean: np.ndarray, cov: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """m* = Aᵀm, v* = k** − diag(AᵀK*) + diag(AᵀSA), A = K⁻¹K* (module docstring; S = 0 when ``cov`` is None)."""
+        A, v_prior = self._test_gain
+        v = np.maximum(v_prior + (0.0 if cov is None else np.sum(A * (cov @ A), 0)), 1e-12)
         return A.T @ mean, (v if np.ndim(mean) == 1 else v[:, None])
 
     def evaluate(self, posterior, rng: np.random.Generator) -> dict[str, float]:

@@ -58,14 +58,16 @@ def psd_sqrt(S: np.ndarray) -> np.ndarray:
     return (vecs * np.sqrt(np.maximum(vals, 0.0))) @ vecs.T
 
 
-def gaussian_w2(m1: np.ndarray, S1: np.ndarray, m2: np.ndarray, S2: np.ndarray) -> float:
+def gaussian_w2(m1: np.ndarray, S1: np.ndarray, m2: np.ndarray, S2: np.ndarray,
+                root2: np.ndarray | None = None) -> float:
     """W₂(N(m₁, S₁), N(m₂, S₂)) = √(‖m₁ − m₂‖² + tr S₁ + tr S₂ − 2 tr (S₂^½ S₁ S₂^½)^½).
 
     Dowson & Landau (1982), Givens & Shortt (1984).  The last trace is the sum of the square roots of the
     eigenvalues of the symmetric PSD matrix S₂^½ S₁ S₂^½ (by ``eigh``, not ``scipy.linalg.sqrtm``, which can turn
     complex on a nearly singular covariance); rounding that makes W₂² slightly negative is clipped at 0.
+    ``root2``: S₂^½ if already known (a reference's, computed once per run rather than at every checkpoint).
     """
-    root = psd_sqrt(S2)
+    root = psd_sqrt(S2) if root2 is None else root2
     cross = np.linalg.eigvalsh(root @ S1 @ root)
     w2sq = np.sum((np.asarray(m1) - m2) ** 2) + np.trace(S1) + np.trace(S2) - 2.0 * np.sum(np.sqrt(np.maximum(cross, 0.0)))
     return float(np.sqrt(max(w2sq, 0.0)))
@@ -85,16 +87,18 @@ def _sd(cov: np.ndarray) -> np.ndarray:
 
 
 def accuracy(mean_q: np.ndarray, cov_q: np.ndarray, mean_ref: np.ndarray, cov_ref: np.ndarray,
-             p_q: np.ndarray | None = None, p_ref: np.ndarray | None = None) -> dict[str, float]:
+             p_q: np.ndarray | None = None, p_ref: np.ndarray | None = None,
+             ref_root: np.ndarray | None = None) -> dict[str, float]:
     """Every accuracy metric of q (mean, covariance; test-set class probabilities if given) against a reference.
 
-    A covariance given as a vector (variances) makes W₂ that of the diagonal Gaussians of both."""
+    A covariance given as a vector (variances) makes W₂ that of the diagonal Gaussians of both; ``ref_root``:
+    the reference covariance's :func:`psd_sqrt`, if already known."""
     sd_q, sd_ref = _sd(cov_q), _sd(cov_ref)
     ratio = log_sd_ratio(sd_q, sd_ref)
     if np.ndim(cov_q) == 1 or np.ndim(cov_ref) == 1:
         w2 = float(np.sqrt(np.sum((np.asarray(mean_q) - mean_ref) ** 2) + np.sum((sd_q - sd_ref) ** 2)))
     else:
-        w2 = gaussian_w2(mean_q, cov_q, mean_ref, cov_ref)
+        w2 = gaussian_w2(mean_q, cov_q, mean_ref, cov_ref, ref_root)
     out = {"ref_mean_error": standardised_mean_error(mean_q, mean_ref, sd_ref),
            "ref_log_sd_ratio": float(np.mean(ratio)), "ref_sd_error": float(np.sqrt(np.mean(ratio**2))),
            "ref_w2": w2}

@@ -8,14 +8,17 @@ one-line note naming the command that computes it (saved with the run); a stale 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
+
+import numpy as np
 
 from svibench.metrics import Metric
 from svibench.model import Model
 from svibench.registry import Registry
 from svibench.spec import ProblemSpec
 
-from .accuracy import ACCURACY_METRICS, accuracy
+from .accuracy import ACCURACY_METRICS, accuracy, psd_sqrt
 from .artifact import Reference, check_fresh, load_reference, reference_path
 from .capability import LabelSwitching, PredictsClasses, reference_kind
 
@@ -49,6 +52,12 @@ class Scorer:
         """The scorer of ``model``'s runs: with its ``component_metrics`` when it is label-switching."""
         return cls(reference, dict(getattr(model, "component_metrics", {})) if isinstance(model, LabelSwitching) else {})
 
+    @cached_property
+    def ref_root(self) -> np.ndarray | None:
+        """The reference covariance's symmetric square root, for W₂ (once per run: an eigendecomposition of the
+        full covariance cost about a third of a gpc checkpoint's scoring); None for a diagonal reference."""
+        return psd_sqrt(self.reference.cov) if np.ndim(self.reference.cov) == 2 else None
+
     @property
     def metrics(self) -> dict[str, Metric]:
         names = [m for m in ACCURACY_METRICS if m != "ref_predictive_kl" or self.reference.predictive is not None]
@@ -60,7 +69,7 @@ class Scorer:
         if isinstance(model, LabelSwitching):
             q = model.align_to(q, ref.mean)
         p_q = model.test_probabilities(q) if ref.predictive is not None and isinstance(model, PredictsClasses) else None
-        out = accuracy(q.mean, q.cov, ref.mean, ref.cov, p_q, ref.predictive)
+        out = accuracy(q.mean, q.cov, ref.mean, ref.cov, p_q, ref.predictive, self.ref_root)
         if self.component_metrics:
             out.update(model.component_accuracy(q, ref.mean))
         return out

@@ -22,6 +22,11 @@ def test_predictions_at_training_inputs_reproduce_the_posterior_marginals():
     expected = binary_metrics(q.mean, np.diag(q.cov), d.train["y"])
     got = model.evaluate(q, rng)
     np.testing.assert_allclose(got["test_logloss_nats"], expected["test_logloss_nats"], rtol=1e-5)
+    # the q-free part of the test marginals is cached: a second q is still its own
+    q2 = GaussianPosterior(q.mean + 1.0, 2.0 * q.cov)
+    m2, v2 = model.test_marginals(q2.mean, q2.cov)
+    np.testing.assert_allclose(m2, q2.mean, atol=1e-4)
+    np.testing.assert_allclose(v2, np.diag(q2.cov), rtol=1e-4, atol=1e-6)
 
 
 def test_cvi_exact_reaches_chols_elbo_on_usps():

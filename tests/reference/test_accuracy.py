@@ -7,7 +7,7 @@ import scipy.linalg
 import scipy.stats
 
 from svibench.metrics import check_declaration
-from svibench.reference.accuracy import ACCURACY_METRICS, accuracy, bernoulli_kl, gaussian_w2
+from svibench.reference.accuracy import ACCURACY_METRICS, accuracy, bernoulli_kl, gaussian_w2, psd_sqrt
 
 
 def _spd(rng: np.random.Generator, d: int) -> np.ndarray:
@@ -55,6 +55,7 @@ def test_w2_matches_the_sqrtm_formula_on_random_covariances_and_is_symmetric():
         expected = np.sqrt(np.sum((m1 - m2) ** 2) + np.trace(S1 + S2 - 2 * scipy.linalg.sqrtm(r @ S1 @ r).real))
         assert gaussian_w2(m1, S1, m2, S2) == pytest.approx(expected, rel=1e-8)
         assert gaussian_w2(m2, S2, m1, S1) == pytest.approx(expected, rel=1e-8)
+        assert gaussian_w2(m1, S1, m2, S2, root2=psd_sqrt(S2)) == pytest.approx(expected, rel=1e-8)  # a scorer's
 
 
 def test_w2_of_a_singular_covariance_is_finite():
