@@ -86,7 +86,7 @@ class _Trajectory:
         self.rows: list[dict[str, float]] = []
         self.metrics: dict[str, Metric] = {}
         self.answer = ""
-        self.evaluation_seconds = 0.0
+        self.evaluation_seconds = self.accuracy_seconds = 0.0
         self.first: dict[str, float] = {}
         self.scorer, self.reference = None, ""
 
@@ -108,7 +108,9 @@ class _Trajectory:
         posterior = alg.posterior()
         values = evaluate_posterior(model, posterior, rng)
         if self.scorer is not None:
+            t_accuracy = time.perf_counter()
             values.update(self.scorer(model, posterior))
+            self.accuracy_seconds += time.perf_counter() - t_accuracy
         self.evaluation_seconds += time.perf_counter() - t_eval
         unknown = set(values) - set(self.metrics)
         if unknown:
@@ -156,7 +158,7 @@ def execute(
         status, message, tb = "failed", f"{type(exc).__name__}: {exc}{_where(exc)}", traceback.format_exc()
     return to_dataset(spec, trajectory.rows, trajectory.metrics, status, message, tb,
                       wall_seconds=time.monotonic() - started, evaluation_seconds=trajectory.evaluation_seconds,
-                      answer=trajectory.answer, reference=trajectory.reference, **timing.attrs())
+                      accuracy_seconds=trajectory.accuracy_seconds, answer=trajectory.answer, reference=trajectory.reference, **timing.attrs())
 
 
 def warm_up(alg: Algorithm, model: Model) -> None:
@@ -265,6 +267,7 @@ def to_dataset(
     tb: str = "",
     wall_seconds: float = float("nan"),
     evaluation_seconds: float = float("nan"),
+    accuracy_seconds: float = float("nan"),
     answer: str = "",
     warmup_seconds: float = float("nan"),
     blas_threads: float = float("nan"),
@@ -276,7 +279,8 @@ def to_dataset(
     ``problem_grid``; dicts as JSON) and what its metrics mean (``metric_info``: JSON of the
     model's :meth:`~svibench.model.Model.metric_info` on its data, ``answer``), so that reports
     read them instead of parsing names.  ``wall_seconds``: the whole run, wall clock;
-    ``evaluation_seconds``: evaluation, wall clock; ``warmup_seconds``: :func:`warm_up`, CPU
+    ``evaluation_seconds``: evaluation, wall clock, of which ``accuracy_seconds`` scoring q against a reference
+    posterior (0 without one); ``warmup_seconds``: :func:`warm_up`, CPU
     seconds (NaN: no warm-up); ``blas_threads``: the largest BLAS/OpenMP pool in force during
     the run (1 when pinned); ``reference``: the reference posterior that scored its accuracy metrics, or why
     there is none (:func:`svibench.reference.attach.scorer_for`).
@@ -308,6 +312,7 @@ def to_dataset(
         traceback=tb,
         wall_seconds=wall_seconds,
         evaluation_seconds=evaluation_seconds,
+        accuracy_seconds=accuracy_seconds,
         metric_info=table_json(metrics),
         answer=answer,
         warmup_seconds=warmup_seconds,

@@ -58,7 +58,7 @@ def accuracy_table(ok: xr.Dataset, info: dict[str, Metric]) -> Table | None:
     metrics = accuracy_metrics(info)
     if not metrics or not ok.sizes["run"]:
         return None
-    shown = [*([ELBO] if ELBO in ok else []), *metrics]
+    shown = [*([ELBO] if ELBO in info else []), *metrics]
     data = _medians(ok, [metrics[0], *[m for m in shown if m != metrics[0]]])[shown]
     if data.empty:
         return None
@@ -98,18 +98,19 @@ def best_elbo(values: pd.Series) -> list[str]:
 def closest_table(ok: xr.Dataset, info: dict[str, Metric]) -> Table | None:
     """Per problem with a reference: the methods whose q is closest to it (:data:`CLOSEST_BY`, ties within
     :data:`MEAN_ERROR_TIE`), those with the best ELBO (ties within :data:`ELBO_TIE` relative), and whether the two
-    sets share a method."""
-    if CLOSEST_BY not in info or ELBO not in ok or not ok.sizes["run"]:
+    sets share a method (— : no method recorded an ELBO, e.g. BPFA's sampled locals and its sampler)."""
+    if CLOSEST_BY not in info or not ok.sizes["run"]:
         return None
-    data = _medians(ok, [CLOSEST_BY, ELBO])
+    has_elbo = ELBO in info
+    data = _medians(ok, [CLOSEST_BY, *([ELBO] if has_elbo else [])])
     rows, records = [], []
     for problem in data.index.get_level_values("problem").unique():
         sub = data.loc[problem]
         closest = _leaders(sub[CLOSEST_BY], True, MEAN_ERROR_TIE)
-        best = best_elbo(sub[ELBO])
+        best = best_elbo(sub[ELBO]) if has_elbo else []
         agree = bool(set(closest) & set(best))
         rows.append([problem, ", ".join(closest), number(sub[CLOSEST_BY].min()), ", ".join(best) or DASH,
-                     number(sub[ELBO].max()) if best else DASH, "yes" if agree else "no"])
+                     number(sub[ELBO].max()) if best else DASH, ("yes" if agree else "no") if best else DASH])
         records.append({"problem": problem, "closest": closest, "best_elbo": best, "agree": agree})
     return Table("Closest to the reference, and the ELBO's winners",
                  ["problem", "closest q", CLOSEST_BY, "best ELBO", "best elbo", "a method in both"],
@@ -125,19 +126,33 @@ def references_table(ds: xr.Dataset) -> Table | None:
     command that computes one: what each run recorded (``reference``, :mod:`svibench.reference.attach`)."""
     if "reference" not in ds.coords:
         return None
-    notes = pd.DataFrame({"problem": ds["problem"].values.astype(str), "reference": ds["reference"].values.astype(str)})
-    notes = notes[notes["reference"] != ""].drop_duplicates("problem").sort_values("problem")
-    if notes.empty:
+    runs = pd.DataFrame({"problem": ds["problem"].values.astype(str), "reference": ds["reference"].values.astype(str),
+                         "share": _accuracy_share(ds)})
+    runs = runs[runs["reference"] != ""]
+    if runs.empty:
         return None
-    return Table("Reference posteriors", ["problem", "reference"], notes.values.tolist(),
+    notes = runs.drop_duplicates("problem").set_index("problem")[["reference"]].sort_index()
+    notes["share"] = runs.groupby("problem")["share"].median()
+    rows = [[p, r, DASH if np.isnan(s) else f"{s:.1%}"] for p, (r, s) in notes.iterrows()]
+    return Table("Reference posteriors", ["problem", "reference", "scoring's share of wall time"], rows,
                  "The reference each problem's runs were scored against, as the runs recorded it; one that failed the "
-                 "diagnostics floor (split-R̂ < 1.01, bulk and tail ESS ≥ 400) was stored only with --force and says so.",
-                 data=notes.reset_index(drop=True))
+                 "diagnostics floor (split-R̂ < 1.01, bulk and tail ESS ≥ 400) was stored only with --force and says so. "
+                 "Scoring's share: the wall time spent scoring q against the reference at the checkpoints (off the "
+                 "algorithm's clock) over the run's wall time, median over the problem's runs (— : runs recorded "
+                 "before it was timed).",
+                 data=notes.reset_index())
+
+
+def _accuracy_share(ds: xr.Dataset) -> np.ndarray:
+    """Per run, ``accuracy_seconds / wall_seconds`` (NaN where a run did not record them)."""
+    if "accuracy_seconds" not in ds.coords or "wall_seconds" not in ds.coords:
+        return np.full(ds.sizes["run"], np.nan)
+    return ds["accuracy_seconds"].values.astype(float) / ds["wall_seconds"].values.astype(float)
 
 
 def accuracy_figure(ok: xr.Dataset, info: dict[str, Metric], colours: dict, *, dpi: int = 100) -> ReportFigure | None:
     """ELBO suboptimality against :data:`CLOSEST_BY`, every run's checkpoints as a path, one panel per problem."""
-    if CLOSEST_BY not in info or ELBO not in ok or not ok.sizes["run"]:
+    if CLOSEST_BY not in info or ELBO not in info or not ok.sizes["run"]:
         return None
     has = np.isfinite(ok[CLOSEST_BY].values).any(axis=1)
     ok = ok.isel(run=np.flatnonzero(has))

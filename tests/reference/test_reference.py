@@ -43,12 +43,14 @@ def test_vmp_on_linreg_scores_zero_against_the_exact_reference_and_the_prior_doe
     assert all(abs(v) < 1e-8 for v in final.values()), final
     assert ds["ref_w2"].values[0] > 0.1 and ds["ref_mean_error"].values[0] > 1.0  # the prior, at iteration 0
     assert "ref_predictive_kl" not in ds  # linreg predicts no classes
+    assert 0.0 < ds.attrs["accuracy_seconds"] < ds.attrs["evaluation_seconds"] < ds.attrs["wall_seconds"]
 
 
 def test_a_problem_without_reference_runs_without_accuracy_metrics_and_says_which_command_makes_one(refdir):
     ds = _run(LINREG)
     assert ds.attrs["status"] == "ok" and "ref_w2" not in ds
     assert "svibench reference STUDY.toml --problem 'linreg/small'" in ds.attrs["reference"]
+    assert ds.attrs["accuracy_seconds"] == 0.0
 
 
 def test_a_reference_is_reused_and_its_arrays_are_checksummed(refdir):

@@ -82,9 +82,11 @@ def test_the_report_draws_elbo_against_accuracy_and_says_it_in_both_renderings(r
 
 
 def test_the_report_names_each_problems_reference_or_the_command_that_makes_one(report):
-    rows = dict(_table(report, "Reference posteriors").rows)
-    assert "passed its diagnostics" in rows["linreg/small"]
-    assert "svibench reference STUDY.toml --problem 'linreg/other'" in rows["linreg/other"]
+    rows = {problem: (reference, share) for problem, reference, share in _table(report, "Reference posteriors").rows}
+    assert "passed its diagnostics" in rows["linreg/small"][0]
+    assert "svibench reference STUDY.toml --problem 'linreg/other'" in rows["linreg/other"][0]
+    assert 0.0 < float(rows["linreg/small"][1].rstrip("%")) < 100.0  # scoring's share of the runs' wall time
+    assert rows["linreg/other"][1] == "0.0%"  # nothing to score against
 
 
 def test_a_report_without_accuracy_metrics_has_no_accuracy_section(tmp_path, monkeypatch):
@@ -93,3 +95,17 @@ def test_a_report_without_accuracy_metrics_has_no_accuracy_section(tmp_path, mon
     run_study(parse_study(study), tmp_path / "results", run_local, progress=False)
     built = write_report(tmp_path / "results", tmp_path / "report")
     assert "Posterior accuracy" not in (built.folder / "summary.md").read_text()
+
+
+def test_without_an_elbo_the_closest_q_is_still_named_and_the_elbo_columns_say_so(report):
+    """BPFA's sampled locals and its sampler record no ELBO: the accuracy section must still be written."""
+    from svibench.report.accuracy import accuracy_figure, accuracy_table, closest_table
+    from svibench.report.fmt import DASH
+    from svibench.report.tables import ok_runs
+    from svibench.results import metric_info, open_results
+
+    ok = ok_runs(open_results(report.folder.parent / "results"))
+    info = {m: i for m, i in metric_info(ok).items() if m != "elbo"}
+    assert closest_table(ok, info).rows == [["linreg/small", "VMP", closest_table(ok, info).rows[0][2], DASH, DASH, DASH]]
+    assert "elbo ↑" not in accuracy_table(ok, info).columns
+    assert accuracy_figure(ok, info, {}) is None
