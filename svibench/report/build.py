@@ -183,8 +183,9 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
         Paths written and the tables (with the numbers behind them).
     """
     ds, manifest, folder = _load(Path(results), study)
-    settings = replace(ReportSettings.parse(manifest.get("report")), show_all=all_metrics)
     claims, references, amended = _study_tables(manifest)
+    settings = replace(ReportSettings.parse(manifest.get("report")), show_all=all_metrics,
+                       claimed=tuple(c.metric for c in claims if c.metric))
     metrics = recorded_metrics(ds)
     info = {m: metric_info(ds)[m] for m in metrics}
     colours = palette(list(map(str, ds["label"].values)))

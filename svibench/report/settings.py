@@ -78,6 +78,9 @@ class ReportSettings:
     converged_tolerance: float = CONVERGED_TOLERANCE
     #: Show every recorded metric (``svibench report --metrics all``), not the default view (:meth:`shown`).
     show_all: bool = False
+    #: Metrics the study's claims and targets are judged on: shown by default beside the primary ones, so a
+    #: verdict's metric always has its figures (BPFA's claims judge ``mse``, not a primary metric).
+    claimed: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, table: dict[str, Any] | None) -> "ReportSettings":
@@ -129,12 +132,13 @@ class ReportSettings:
     def shown(self, info: Mapping[str, Metric]) -> list[str]:
         """The metrics the figures, the final-metrics table and the console show, in order, of the recorded ones
         (``info``): every one with :attr:`show_all`, else ``[report] plot`` if given, else the models' primary
-        metrics (:attr:`svibench.metrics.Metric.primary`; every one for results saved before that flag)."""
+        metrics (:attr:`svibench.metrics.Metric.primary`; every one for results saved before that flag) and the
+        :attr:`claimed` ones."""
         if self.show_all:
             return list(info)
         if self.plot:
             return [m for m in self.plot if m in info]
-        return [m for m, i in info.items() if i.primary] or list(info)
+        return [m for m, i in info.items() if i.primary or m in self.claimed] or list(info)
 
     def objectives(self, metrics: list[str], references: list[str], info: Mapping[str, Metric]) -> list[str]:
         """Metrics drawn as suboptimality: ``[report] suboptimality``, or every metric its model declares an

@@ -306,7 +306,7 @@ def test_cli_report_and_run_write_the_report_and_no_report_turns_it_off(results,
     assert (tmp_path / "o2" / "report" / "index.html").exists()
 
 
-def test_the_shown_metrics_are_report_plot_else_the_primary_ones_else_all():
+def test_the_shown_metrics_are_report_plot_else_the_primary_and_claimed_ones_else_all():
     from dataclasses import replace
 
     from svibench.metrics import Metric, metric_table
@@ -316,6 +316,8 @@ def test_the_shown_metrics_are_report_plot_else_the_primary_ones_else_all():
                         Metric("err", "lower", "task", primary=True))
     assert ReportSettings.parse({"plot": ["loss"]}).shown(info) == ["loss"]
     assert ReportSettings.parse({}).shown(info) == ["elbo", "err"]
+    claimed = replace(ReportSettings.parse({}), claimed=("loss",))  # a claim judged on a non-primary metric
+    assert claimed.shown(info) == ["elbo", "loss", "err"]
     assert replace(ReportSettings.parse({"plot": ["loss"]}), show_all=True).shown(info) == ["elbo", "loss", "err"]
     unflagged = {k: replace(m, primary=False) for k, m in info.items()}  # results saved before the flag
     assert ReportSettings.parse({}).shown(unflagged) == ["elbo", "loss", "err"]
