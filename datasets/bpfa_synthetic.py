@@ -56,11 +56,18 @@ def mask_entries(Y: np.ndarray, heldout: float, rng: np.random.Generator) -> tup
 
     Returns (train, test, offset, scale): train ``Y`` is zero where held out, with 0/1 ``mask`` of the
     training entries; test has the whole standardised ``Y`` and the mask of the held-out entries.
+    ``Y`` is standardised in place and becomes test's (callers pass an array of their own), and the uniform
+    draws' array is the scratch of the column sums and then train's ``Y``: no array of Y's size beyond the four
+    returned ones is held.
     """
-    train = rng.random(Y.shape) >= heldout
+    scratch = rng.random(Y.shape)
+    train = scratch >= heldout
     count = train.sum(0)
-    mean = (Y * train).sum(0) / count
-    sd = np.sqrt((((Y - mean) * train) ** 2).sum(0) / count)
-    Y = (Y - mean) / sd
+    mean = np.multiply(Y, train, out=scratch).sum(0) / count
+    np.subtract(Y, mean, out=scratch)
+    scratch *= train
+    sd = np.sqrt(np.square(scratch, out=scratch).sum(0) / count)
+    Y -= mean
+    Y /= sd
     mask = train.astype(float)
-    return {"Y": Y * mask, "mask": mask}, {"Y": Y, "mask": 1.0 - mask}, mean, sd
+    return {"Y": np.multiply(Y, mask, out=scratch), "mask": mask}, {"Y": Y, "mask": 1.0 - mask}, mean, sd

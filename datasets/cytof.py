@@ -135,15 +135,16 @@ def read_markers(samples: Sequence[str] | None = None, markers: Sequence[str] | 
     samples = _chosen(samples, SAMPLES, "samples")
     markers = _chosen(markers, MARKERS, "markers")
     blocks = []
-    for sample in samples:  # 16 files at most: one vectorised read each
+    for sample in samples:  # 16 files at most: one vectorised read each, transformed in place
         events, names = _read_fcs(sample)
-        blocks.append(events[:, [names.index(m) for m in markers]])
+        block = events[:, [names.index(m) for m in markers]]
+        block /= COFACTOR
+        blocks.append(np.arcsinh(block, out=block))
     counts = [len(b) for b in blocks]
     if len(samples) == len(SAMPLES) and sum(counts) != CELLS:
         raise DataError(f"cytof: the 16 files hold {sum(counts)} cells, not {CELLS} (SOURCES.md); "
                         f"fetch them again from {FILES[SAMPLES[0]].source.split()[0]}")
-    Y = np.arcsinh(np.concatenate(blocks) / COFACTOR)
-    return CytofCells(Y, markers, samples, np.repeat(np.arange(len(samples)), counts))
+    return CytofCells(np.concatenate(blocks), markers, samples, np.repeat(np.arange(len(samples)), counts))
 
 
 def _subsample(cells: CytofCells, n_cells: int | None, rng: np.random.Generator) -> np.ndarray:
@@ -190,9 +191,14 @@ def cytof(*, samples: list[str] | None = None, markers: list[str] | None = None,
     rows = _subsample(cells, n_cells, np.random.default_rng(seed))
     n_test = min(max(int(round(heldout * len(rows))), 1), len(rows) - 1)
     train, test = np.sort(rows[n_test:]), np.sort(rows[:n_test])
-    Y = cells.Y
-    offset, scale = (Y[train].mean(0), Y[train].std(0)) if standardize else (np.zeros(Y.shape[1]), np.ones(Y.shape[1]))
-    return Dataset("cytof", "real-matrix", {"Y": (Y[train] - offset) / scale}, {"Y": (Y[test] - offset) / scale},
+    Y_train, Y_test = cells.Y[train], cells.Y[test]
+    cells = cells._replace(Y=None)  # the halves are copies: free the whole matrix before the standardisation
+    offset, scale = ((Y_train.mean(0), Y_train.std(0)) if standardize
+                     else (np.zeros(Y_train.shape[1]), np.ones(Y_train.shape[1])))
+    for Y in (Y_train, Y_test):
+        Y -= offset
+        Y /= scale
+    return Dataset("cytof", "real-matrix", {"Y": Y_train}, {"Y": Y_test},
                    _meta(cells, seed, offset=offset, scale=scale, heldout=heldout,
                          sample_of_cell={"train": cells.sample_of_cell[train], "test": cells.sample_of_cell[test]}))
 
@@ -217,6 +223,7 @@ def cytof_entries(*, samples: list[str] | None = None, markers: list[str] | None
     cells = read_markers(samples, markers)
     rng = np.random.default_rng(seed)
     rows = np.sort(_subsample(cells, n_cells, rng))
-    train, test, offset, scale = mask_entries(cells.Y[rows], heldout, rng)
+    Y, cells = cells.Y[rows], cells._replace(Y=None)  # mask_entries standardises this copy in place; free the rest
+    train, test, offset, scale = mask_entries(Y, heldout, rng)
     return Dataset("cytof-entries", "factor", train, test,
                    _meta(cells, seed, offset=offset, scale=scale, heldout=heldout, sample_of_cell=cells.sample_of_cell[rows]))

@@ -55,6 +55,42 @@ def test_values_are_arcsinh_of_the_raw_ion_counts_over_5(everything, sample):
     np.testing.assert_allclose(everything.Y[everything.sample_of_cell == c.SAMPLES.index(sample)], expected, rtol=1e-12)
 
 
+def test_the_in_place_transform_equals_the_plain_arcsinh_of_all_files_bit_for_bit(everything):
+    plain = [(lambda events, names: events[:, [names.index(m) for m in c.MARKERS]])(*raw_fcs(s)) for s in c.SAMPLES]
+    np.testing.assert_array_equal(everything.Y, np.arcsinh(np.concatenate(plain) / 5.0))
+
+
+def _plain_mask_entries(Y, heldout, rng):
+    """mask_entries as written before it worked in place (bpfa_synthetic.py): every step a new array."""
+    train = rng.random(Y.shape) >= heldout
+    count = train.sum(0)
+    mean = (Y * train).sum(0) / count
+    sd = np.sqrt((((Y - mean) * train) ** 2).sum(0) / count)
+    Y = (Y - mean) / sd
+    mask = train.astype(float)
+    return {"Y": Y * mask, "mask": mask}, {"Y": Y, "mask": 1.0 - mask}, mean, sd
+
+
+def test_the_splits_equal_the_plain_versions_bit_for_bit(everything):
+    """cytof (standardised in place after one take per half) and cytof-entries (mask_entries in place) return
+    exactly what the plain expressions give on the same cells and draws."""
+    Y, n = everything.Y, len(everything.Y)
+    rows = np.random.default_rng(0).permutation(n)
+    n_test = int(round(c.PAPER_HELDOUT * n))
+    train, test = np.sort(rows[n_test:]), np.sort(rows[:n_test])
+    offset, scale = Y[train].mean(0), Y[train].std(0)
+    cells = c.cytof()
+    assert cells.train["Y"].tobytes() == ((Y[train] - offset) / scale).tobytes()
+    assert cells.test["Y"].tobytes() == ((Y[test] - offset) / scale).tobytes()
+    rng = np.random.default_rng(0)
+    expected = _plain_mask_entries(Y[np.sort(rng.permutation(n))], 0.05, rng)
+    entries = c.cytof_entries()
+    for got, want in zip((entries.train, entries.test), expected):
+        assert all(got[key].tobytes() == want[key].tobytes() for key in ("Y", "mask"))
+    assert entries.meta["offset"].tobytes() == expected[2].tobytes()
+    assert entries.meta["scale"].tobytes() == expected[3].tobytes()
+
+
 def test_subsets_of_samples_and_markers_in_the_order_asked(everything):
     part = c.read_markers(["patient2_Reference", "patient1_BCR-XL"], ["pS6", "CD3"])
     assert part.markers == ("pS6", "CD3") and part.Y.shape == (16725 + 2838, 2)

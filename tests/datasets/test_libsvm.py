@@ -115,6 +115,28 @@ def test_covtype_split_is_seeded(covtype0):
     assert not np.array_equal(other.train["X"][:100], covtype0.train["X"][:100])
 
 
+def _plain_covtype(split: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The obvious covtype: the whole table at once, min-max scaled over all rows, then indexed by the halves."""
+    import pandas
+    table = pandas.read_csv(data_dir() / libsvm.COVTYPE.path, header=None, dtype=np.int32).to_numpy()
+    X = table[:, :-1].astype(float)
+    X = (X - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0))
+    y = (table[:, -1] == 2).astype(float)
+    perm = np.random.default_rng(split).permutation(len(table))
+    tr, te = perm[:n], perm[len(table) // 2:len(table) // 2 + n]
+    return X[tr], y[tr], X[te], y[te]
+
+
+@needs_covtype
+@pytest.mark.parametrize("split, n_train", [(0, None), (1, 1000)])
+def test_covtype_streamed_loader_equals_the_plain_whole_table_version(covtype0, split, n_train):
+    """The chunked parse into place (datasets/libsvm.py) returns exactly the plain version's arrays, bit for bit."""
+    data = covtype0 if split == 0 and n_train is None else libsvm.covtype(split=split, n_train=n_train)
+    expected = _plain_covtype(split, n_train or libsvm.COVTYPE_ROWS // 2)
+    for got, want in zip((data.train["X"], data.train["y"], data.test["X"], data.test["y"]), expected):
+        assert got.dtype == want.dtype and got.tobytes() == np.ascontiguousarray(want).tobytes()
+
+
 def test_covtype_missing_file_names_the_source(tmp_path, monkeypatch):
     monkeypatch.setenv("SVIBENCH_DATA_DIR", str(tmp_path))
     with pytest.raises(DatasetUnavailable, match=r"^covtype: covtype/covtype.data.gz is not in the data directory "

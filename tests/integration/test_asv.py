@@ -153,3 +153,19 @@ def test_every_time_benchmark_is_timed_on_the_process_cpu_clock(suite):
                  if name.startswith("time_") or any(a.startswith("time_") for a in dir(obj) if isinstance(obj, type))]
         if timed:
             assert getattr(module, "timer", None) is time.process_time, f"{path.name}: {timed} on the wall clock"
+
+
+def test_peak_memory_of_paper_problems_covers_every_study():
+    """Every study in reports/ has its largest paper-scale problem in ``bench_peakmem`` (or shares another's, spec
+    for spec), and every named problem is one its study runs at --scale paper."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        bench = importlib.import_module("benchmarks.bench_peakmem")
+    finally:
+        sys.path.remove(str(ROOT))
+    studies = {path.parent.name for path in (ROOT / "reports").glob("*/study.toml")}
+    assert set(bench.LARGEST) | set(bench.SAME_AS) == studies and not set(bench.LARGEST) & set(bench.SAME_AS)
+    specs = {study: bench.paper_problem(study) for study in bench.LARGEST}
+    assert all(spec.name == bench.LARGEST[study] for study, spec in specs.items())
+    for study, other in bench.SAME_AS.items():
+        assert bench.paper_problem(study, bench.LARGEST[other]) == specs[other]
