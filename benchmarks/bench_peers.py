@@ -12,7 +12,9 @@
   step of a fresh program, which the runner's warm-up pays; less for the second problem of a process, whose
   primitives are compiled) is tracked apart, with its gap to the optimal neg_elbo after 1 + 8 × 250 steps.
   Recorded before the peer (issue 21, e7676ef, NumPyro's jitted ``SVI.update`` once per step, not fused):
-  svibench 0.71 ms, NumPyro 2.10 ms per step on a7a.  ``python -m benchmarks.bench_peers`` prints the table.
+  svibench 0.71 ms, NumPyro 2.10 ms per step on a7a.  svibench's ADVI fuses its steps on a dense design (issue 33,
+  a numba loop, :mod:`svibench.algorithms.bbvi_fused`): australian 0.052 → 0.0094 ms per step against NumPyro's
+  0.0245 (ratio 2.28 → 0.38; asv --quick, loaded machine); a7a (sparse, plain steps) 0.83 against 3.41 (0.24).  ``python -m benchmarks.bench_peers`` prints the table.
 
 Both algorithms start from the same seed (the same start, and for LDA the same minibatches) and step in
 alternating blocks in one process, so that both see the same machine load; each is timed by the runner's clock
