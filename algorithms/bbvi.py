@@ -28,7 +28,11 @@ The optimisers are those of :mod:`svibench.numerics.optim`.
 
 One :meth:`step` is one gradient step on a minibatch of ``batch_size`` data
 terms (all data when None), scaled by N/|B| inside the model's log joint; it
-reports the minibatch size as data touched.
+reports the minibatch size as data touched.  :meth:`step` is the reference; with
+the reparameterisation estimator on all data, the analytic entropy and Adam, on a model
+with a compiled log-joint gradient (:mod:`svibench.capabilities.compiled_log_joint`) and a
+family with a compiled one, BBVI is ``fused``: :meth:`advance` takes n steps in one compiled
+loop (:mod:`.bbvi_fused`), the same draws in the same order, the same trajectory to rounding.
 """
 from __future__ import annotations
 
@@ -38,9 +42,12 @@ from typing import Any, ClassVar, Generic
 import numpy as np
 
 from svibench.algorithm import Algorithm, Diverged, Preset
+from svibench.capabilities.compiled_log_joint import CompiledGradient, CompiledLogJointGradient
 from svibench.capabilities.log_joint import LogJoint, LogJointGradient, Q
 from svibench.numerics.minibatch import sample_minibatch
-from svibench.numerics.optim import check_optimizer, make_optimizer
+from svibench.numerics.optim import Adam, check_optimizer, make_optimizer
+
+from . import bbvi_fused
 
 __all__ = ["BBVI", "score_gradient", "reparam_gradient", "gradient_bytes"]
 
@@ -198,6 +205,22 @@ class BBVI(Algorithm, Generic[Q]):
         self.optimizer_ = make_optimizer(name, self.learning_rate or DEFAULT_LEARNING_RATE[name])
         self.state_ = self.optimizer_.init(self.phi_)
         self.t_ = 0
+        self.compiled_ = self._compiled(model)
+
+    def _compiled(self, model: LogJoint) -> tuple[Any, CompiledGradient] | None:
+        """The family's and the model's compiled gradients when these settings fuse (see the module), else None."""
+        plain = (self.estimator != "reparam" or self.stick_the_landing or not isinstance(self.optimizer_, Adam)
+                 or (self.batch_size is not None and self.batch_size < model.n_train) or not bbvi_fused.AVAILABLE
+                 or not hasattr(self.q_, "compiled_reparam_gradient") or not isinstance(model, CompiledLogJointGradient))
+        if plain:
+            return None
+        family, density = self.q_.compiled_reparam_gradient(), model.compiled_grad_log_joint()
+        return None if family is None or density is None else (family, density)
+
+    @property
+    def fused(self) -> bool:  # type: ignore[override]
+        """Whether :meth:`init` found compiled gradients for these settings (then :meth:`advance` fuses)."""
+        return getattr(self, "compiled_", None) is not None
 
     def gradient(self, batch: np.ndarray | None) -> np.ndarray:
         """One stochastic estimate of ∇_φ ELBO at the current φ."""
@@ -218,6 +241,23 @@ class BBVI(Algorithm, Generic[Q]):
         if not np.all(np.isfinite(self.phi_)):
             raise Diverged(f"non-finite variational parameters at step {self.t_}")
         return N if batch is None else len(batch)
+
+    def advance(self, n: int) -> int:
+        """``n`` steps in one compiled loop (:func:`.bbvi_fused.adam_steps`) when fused, else ``n`` :meth:`step`
+        calls; the base draws of the ``n`` steps drawn in one block, as ``n`` steps draw them."""
+        if not self.fused:
+            return super().advance(n)
+        family_gradient, density = self.compiled_
+        noise = self.q_.draw_noise(self.rng_, n * self.draws).reshape(n, self.draws, -1)
+        t, m1, m2 = self.state_
+        phi, m1, m2, opt = self.phi_.copy(), m1.copy(), m2.copy(), self.optimizer_
+        bad = bbvi_fused.adam_steps(family_gradient, density.kernel, density.data, noise, phi, m1, m2, t,
+                                    float(opt.lr), float(opt.b1), float(opt.b2), float(opt.eps))
+        done = bad or n
+        self.phi_, self.state_, self.t_ = phi, (t + done, m1, m2), self.t_ + done
+        if bad:
+            raise Diverged(f"non-finite variational parameters at step {self.t_}")
+        return n * self.model_.n_train
 
     def posterior(self) -> Q:
         return self.q_.posterior(self.phi_)

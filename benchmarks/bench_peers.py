@@ -12,7 +12,9 @@
   step of a fresh program, which the runner's warm-up pays; less for the second problem of a process, whose
   primitives are compiled) is tracked apart, with its gap to the optimal neg_elbo after 1 + 8 × 250 steps.
   Recorded before the peer (issue 21, e7676ef, NumPyro's jitted ``SVI.update`` once per step, not fused):
-  svibench 0.71 ms, NumPyro 2.10 ms per step on a7a.  ``python -m benchmarks.bench_peers`` prints the table.
+  svibench 0.71 ms, NumPyro 2.10 ms per step on a7a.  svibench's ADVI fuses its steps on a dense design (issue 33,
+  a numba loop, :mod:`svibench.algorithms.bbvi_fused`): australian 0.052 → 0.0094 ms per step against NumPyro's
+  0.0245 (ratio 2.28 → 0.38; asv --quick, loaded machine); a7a (sparse, plain steps) 0.83 against 3.41 (0.24).  ``python -m benchmarks.bench_peers`` prints the table.
 
 Both algorithms start from the same seed (the same start, and for LDA the same minibatches) and step in
 alternating blocks in one process, so that both see the same machine load; each is timed by the runner's clock
@@ -51,7 +53,8 @@ SEED = 0
 
 def start(problem: ProblemSpec, algorithms: dict[str, tuple[str, dict]]) -> tuple[Any, dict[str, Any], dict[str, float]]:
     """The model of ``problem``, each named (registry name, params) after ``init`` from seed :data:`SEED` and one
-    step, and the CPU seconds these took (compilation included: numba's, XLA's), kept out of the comparison."""
+    step (``advance(1)`` for a fused algorithm, whose loop compiles there), and the CPU seconds these took
+    (compilation included: numba's, XLA's), kept out of the comparison."""
     model = build_model(problem, cache=False)
     algs, first = {}, {}
     cpu = Clock().cpu
@@ -60,7 +63,7 @@ def start(problem: ProblemSpec, algorithms: dict[str, tuple[str, dict]]) -> tupl
         alg.check_params()
         started = cpu()
         alg.init(model, np.random.default_rng(SEED))
-        alg.step()
+        alg.advance(1) if alg.fused else alg.step()
         first[label] = cpu() - started
         algs[label] = alg
     return model, algs, first

@@ -162,8 +162,8 @@ def execute(
 
 
 def warm_up(alg: Algorithm, model: Model) -> None:
-    """``init`` and one ``step`` of a throwaway copy of ``alg`` (constructed, not initialised) on a
-    copy of ``model``, with a generator of its own: compiles what the run will call (numba) and pays
+    """``init`` and one ``step`` (and, if it fuses, one ``advance``) of a throwaway copy of ``alg`` (constructed,
+    not initialised) on a copy of ``model``, with a generator of its own: compiles what the run will call (numba) and pays
     first-call costs before the clock starts.  Nothing the run uses is touched, so the trajectory is
     the same with or without it (the conformance check ``check_warm_up_does_not_perturb``).  The copy
     of the model shares its read-only arrays (nothing can write to them), so it costs the model's own
@@ -178,6 +178,8 @@ def warm_up(alg: Algorithm, model: Model) -> None:
     twin = copy.deepcopy(alg)
     twin.init(scratch, np.random.default_rng(WARM_UP_SEED))
     twin.step()
+    if twin.fused:
+        twin.advance(2)
 
 
 class _Timing:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from .compiled_log_joint import CompiledLogJointGradient
 from .conjugate import ConditionallyConjugate, ConjugatePosterior, Globals, LocalApprox, natural_step
 from .jax_log_joint import JaxLogJoint
 from .latent_gaussian import LatentGaussian
@@ -18,7 +19,7 @@ from .sparse import LazyGlobal, SparseGlobalStep, SparseStatistics
 
 __all__ = [
     "ConditionallyConjugate", "ConjugatePosterior", "Globals", "LocalApprox", "natural_step", "missing", "protocol_members",
-    "LatentGaussian", "JaxLogJoint", "LogJoint", "LogJointGradient", "VariationalFamily", "ReparameterisableFamily",
+    "LatentGaussian", "JaxLogJoint", "CompiledLogJointGradient", "LogJoint", "LogJointGradient", "VariationalFamily", "ReparameterisableFamily",
     "MeanFieldNonConjugate", "ConditionalSampler", "SparseGlobalStep", "LazyGlobal", "SparseStatistics",
 ]
 
