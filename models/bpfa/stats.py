@@ -35,10 +35,14 @@ def global_statistics(mom: LocalMoments, view: GlobalMoments, Y: np.ndarray, M: 
     S, B, K = mom.X.shape
     g, phi = view.gamma_obs, view.phi
     X = mom.X.reshape(S * B, K)                  # the S draws stacked: one product each, not S
-    R = (M * (Y - mom.X @ phi)).reshape(S * B, -1)
+    used = X.any(axis=0)                         # features some draw uses: the others add nothing to X Φ or Xᵀ R
+    on = slice(None) if used.all() else np.flatnonzero(used)  # (Gibbs draws use few of the K: fewer flops)
+    X_on = X[:, on]
+    R = (M * (Y - (X_on @ phi[on]).reshape(S, B, -1))).reshape(S * B, -1)
     XX_M = (M.T @ (mom.X * mom.X).sum(0)).T      # Σ_s Σᵢ m_id E[x_ik]²  (K, D)
     X2_M = (M.T @ mom.X2.sum(0)).T               # Σ_s Σᵢ m_id E[x_ik²]  (K, D)
-    lin = g * (X.T @ R + phi * XX_M)
+    lin = g * phi * XX_M
+    lin[on] += g * (X_on.T @ R)
     resid2 = float((R * R).sum() + (X2_M * view.phi2).sum() - (XX_M * phi**2).sum())
     z = mom.Z.sum(axis=(0, 1)) / S
     return {

@@ -41,8 +41,10 @@ def _naive(mom: LocalMoments, view: GlobalMoments, Y, M):
     return lin, prec, d, z, w2
 
 
+@pytest.mark.parametrize("unused", [False, True])
 @pytest.mark.parametrize("S", [1, 3])
-def test_global_statistics_equal_eq7_computed_naively_with_masks(S):
+def test_global_statistics_equal_eq7_computed_naively_with_masks(S, unused):
+    """Also with a feature no draw uses (x_·k = 0 as in sparse Gibbs draws), which the products skip."""
     rng = np.random.default_rng(0)
     B, K, D = 5, 3, 4
     phi = rng.normal(0, 1, (K, D))
@@ -51,6 +53,8 @@ def test_global_statistics_equal_eq7_computed_naively_with_masks(S):
     M = (rng.random((B, D)) < 0.6).astype(float)
     Y = rng.normal(0, 1, (B, D)) * M
     X = rng.normal(0, 1, (S, B, K))
+    if unused:
+        X[:, :, 1] = 0.0
     mom = LocalMoments(X, X**2 + rng.uniform(0, 1, X.shape), rng.random(X.shape), rng.uniform(0, 2, X.shape))
     stats = global_statistics(mom, view, Y, M)
     lin, prec, d, z, w2 = _naive(mom, view, Y, M)
