@@ -29,7 +29,7 @@ from . import timer  # noqa: F401  (asv times on this: the process CPU clock, be
 VARIANTS = ["mf-svi", "mf-ssvi", "titsias-ssvi", "titsias-printed-ssvi", "mimno-svi", "gibbs-ssvi"]
 #: SVI steps taken before timing (see the module docstring).
 WARMUP = 200
-#: Steps (and GEMMs) whose median CPU times give ``BPFAIterationToGEMM``'s ratio.
+#: Steps (and GEMMs) whose median CPU times give ``BPFAGemmRatio``'s ratio.
 REPEATS = 25
 
 
@@ -67,7 +67,7 @@ class BPFAIteration:
         self.alg.step()
 
 
-class BPFAIterationToGEMM:
+class BPFAGemmRatio:
     """One SVI step as in ``BPFAIteration``, as a multiple of a 50-Mflop dense GEMM, (500 × 781) @ (781 × 64),
     timed in the same process: the median process CPU time of ``REPEATS`` steps over that of ``REPEATS`` GEMMs
     (alternated), so the number does not move with the machine as a time does (issue 33's targets: ≤ 5 for
