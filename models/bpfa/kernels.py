@@ -168,13 +168,14 @@ if AVAILABLE:
         return sweeps
 
     @_jit
-    def gibbs_sweeps(R, X, M, phi, Q, kappa, half_log, gamma_obs, gamma_w, logit_pi, U, burnin, X_keep, Z, W2):
+    def gibbs_sweeps(R, X, M, phi, Q, kappa, half_log, gamma_obs, gamma_w, logit_pi, U, burnin, X_keep, Z, W2,
+                     R_keep):
         """Blocked Gibbs sweeps on every row's locals (appendix): z_ik with w_ik integrated, then w_ik | z_ik.
 
         Sweep s, feature k of row i uses ``U[s, i, k]`` for both: z_ik = 1 iff U < p, then
         w_ik = b/κ + Φ⁻¹(max(U/p, ``V_MIN``))/√κ (inverse CDF; ``local.gibbs_update``); sweeps
         ``s ≥ burnin`` are kept in ``X_keep``, ``Z`` (E[z_ik | rest]) and ``W2`` (E[w_ik² | rest]),
-        each (samples, B, K).  ``kappa`` = A + γ_w and ``half_log`` = ½ log(γ_w/κ) are (B, K).
+        each (samples, B, K), and ``R_keep`` (samples, B, D), the masked residual.  ``kappa`` = A + γ_w and ``half_log`` = ½ log(γ_w/κ) are (B, K).
         """
         B, K = X.shape
         for i in range(B):
@@ -198,3 +199,5 @@ if AVAILABLE:
                 if keep >= 0:
                     for k in range(K):
                         X_keep[keep, i, k] = X[i, k]
+                    for d in range(R.shape[1]):
+                        R_keep[keep, i, d] = R[i, d]

@@ -147,12 +147,16 @@ class LocalMoments:
     ``X`` = E[x_ik], ``X2`` = E[x_ik²], ``Z`` = E[z_ik], ``W2`` = E[w_ik²], with
     x_ik = z_ik w_ik; within one draw features are independent (cross moments
     are products of ``X``).  Statistics average over the S draws.
+
+    ``R`` (S, B, D), when the local routine kept it (Gibbs), is each draw's masked residual
+    m ∘ (y − x Φ) at the view's E[φ], which the eq. 7 statistics would otherwise recompute.
     """
 
     X: np.ndarray
     X2: np.ndarray
     Z: np.ndarray
     W2: np.ndarray
+    R: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -477,7 +481,8 @@ def gibbs(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, burnin: int, sample
 
     Starts from x = 0 (no feature on) unless ``X0`` is given.  Kept draws
     carry the sampled x (so cross moments x_ik x_ij are those of the chain)
-    and Rao–Blackwellised E[z], E[w²].  The chain's randomness is drawn
+    and Rao–Blackwellised E[z], E[w²], and the sweep's masked residual ``R``
+    at each kept draw (:class:`LocalMoments`).  The chain's randomness is drawn
     up front from ``rng``: uniforms U (sweeps, B, K); sweep s, feature k, row i
     uses U[s, i, k] for both z_ik and w_ik (:func:`gibbs_update`) on either path
     (``kernel`` as in :func:`mean_field`).
@@ -488,11 +493,12 @@ def gibbs(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, burnin: int, sample
     X = np.empty((samples, B, K))
     Z = np.empty((samples, B, K))
     W2 = np.empty((samples, B, K))
+    R = np.empty((samples,) + Y.shape)
     if _use_kernel(kernel):
         kernels.gibbs_sweeps(sweep.R, sweep.X, _c(M), _c(view.phi), sweep.Q, sweep.kappa, sweep.half_log,
-                                  float(view.gamma_obs), float(view.gamma_w), _c(view.logit_pi), U, burnin,
-                                  X, Z, W2)
-        return LocalMoments(X, X * X, Z, W2)
+                             float(view.gamma_obs), float(view.gamma_w), _c(view.logit_pi), U, burnin,
+                             X, Z, W2, R)
+        return LocalMoments(X, X * X, Z, W2, R)
     for s in range(burnin + samples):
         keep = s - burnin
         for k in range(K):
@@ -500,8 +506,8 @@ def gibbs(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, burnin: int, sample
             if keep >= 0:
                 Z[keep, :, k], W2[keep, :, k] = p, w2
         if keep >= 0:
-            X[keep] = sweep.X
-    return LocalMoments(X, X * X, Z, W2)
+            X[keep], R[keep] = sweep.X, sweep.R
+    return LocalMoments(X, X * X, Z, W2, R)
 
 
 @dataclass(frozen=True)

@@ -272,7 +272,7 @@ def test_a_zero_uniform_gives_a_finite_slab_draw():
     gibbs_update(sweep, 0, np.zeros(4))
     assert np.isfinite(sweep.X).all() and (sweep.X[:, 0] != 0).all()
     sweep = FeatureSweep(view, Y, M, np.zeros((4, 3)))
-    out = [np.empty((1, 4, 3)) for _ in range(3)]
+    out = [np.empty((1, 4, 3)) for _ in range(3)] + [np.empty((1, 4, 5))]
     kernels.gibbs_sweeps(sweep.R, sweep.X, M, view.phi, sweep.Q, sweep.kappa, sweep.half_log, view.gamma_obs,
                          view.gamma_w, view.logit_pi, np.zeros((1, 4, 3)), 0, *out)
     assert np.isfinite(out[0]).all() and (out[0] != 0).all()
