@@ -175,7 +175,8 @@ if AVAILABLE:
         Sweep s, feature k of row i uses ``U[s, i, k]`` for both: z_ik = 1 iff U < p, then
         w_ik = b/κ + Φ⁻¹(max(U/p, ``V_MIN``))/√κ (inverse CDF; ``local.gibbs_update``); sweeps
         ``s ≥ burnin`` are kept in ``X_keep``, ``Z`` (E[z_ik | rest]) and ``W2`` (E[w_ik² | rest]),
-        each (samples, B, K), and ``R_keep`` (samples, B, D), the masked residual.  ``kappa`` = A + γ_w and ``half_log`` = ½ log(γ_w/κ) are (B, K).
+        each (samples, B, K), and ``R_keep`` (samples, B, D), the masked residual.  ``kappa`` = A + γ_w
+        and ``half_log`` = ½ log(γ_w/κ) are (B, K).
         """
         B, K = X.shape
         for i in range(B):
