@@ -22,9 +22,13 @@ blocked Gibbs step), reorganised for speed without changing the maths:
   (asv MF local step at B = K = 250: 9.0 → 6.6–6.9 ms).  A row that stops hands its
   lane to the next row at the end of the sweep.  Each row's arithmetic and its
   order are unchanged, so the result is the same to the bit;
-* the Gibbs kernel takes its uniforms ``U`` and normals ``N`` pre-drawn by the
-  caller's ``numpy.random.Generator`` (shape (sweeps, B, K)), the same draws
-  the reference consumes, so a seed fixes the trajectory on both paths.
+* the Gibbs kernel takes its uniforms ``U`` pre-drawn by the caller's
+  ``numpy.random.Generator`` (shape (sweeps, B, K)), the same draws the
+  reference consumes, so a seed fixes the trajectory on both paths.  One
+  uniform gives both z_ik and w_ik (``gibbs_update``: the slab draw is
+  Φ⁻¹(u/p) by the inverse-CDF method); Φ⁻¹ is scipy's own ``ndtri`` (its
+  ``cython_special`` C entry point, linked by name so the kernel still caches),
+  so both paths compute the same quantile.
 
 Results agree with the reference to rounding (dot products are summed in
 another order); ``tests/models/test_bpfa_kernels.py`` checks this with masks.
@@ -43,14 +47,24 @@ try:
 except ImportError:  # pragma: no cover - exercised only without numba
     numba = None
 
-__all__ = ["AVAILABLE", "factor_sweeps", "gibbs_sweeps"]
+__all__ = ["AVAILABLE", "V_MIN", "factor_sweeps", "gibbs_sweeps"]
 
 AVAILABLE = numba is not None
+#: Floor of the slab draw's u/p before Φ⁻¹ (``rng.random`` can return 0.0): the smallest positive double.
+V_MIN = math.ulp(0.0)
 #: Rows interleaved by the coordinate-ascent kernel (6–8 were fastest at B = K = 250, D = 64).
 LANES = 8
 
 if AVAILABLE:
+    import llvmlite.binding
+    from numba.extending import get_cython_function_address
+
     _jit = numba.njit(cache=True, fastmath={"reassoc", "contract"})
+
+    # scipy.special.ndtri's C entry point, called by symbol name (a ctypes pointer would stop caching).
+    llvmlite.binding.add_symbol("svibench_scipy_ndtri",
+                                get_cython_function_address("scipy.special.cython_special", "ndtri"))
+    _ndtri = numba.types.ExternalFunction("svibench_scipy_ndtri", numba.types.float64(numba.types.float64))
 
     @numba.njit(inline="always", fastmath={"reassoc", "contract"})
     def _dot(R, phi, i, k):
@@ -154,14 +168,15 @@ if AVAILABLE:
         return sweeps
 
     @_jit
-    def gibbs_sweeps(R, X, M, phi, Q, kappa, half_log, gamma_obs, gamma_w, logit_pi, U, N, burnin,
-                     X_keep, Z, W2):
+    def gibbs_sweeps(R, X, M, phi, Q, kappa, half_log, gamma_obs, gamma_w, logit_pi, U, burnin, X_keep, Z, W2,
+                     R_keep):
         """Blocked Gibbs sweeps on every row's locals (appendix): z_ik with w_ik integrated, then w_ik | z_ik.
 
-        Sweep s, feature k of row i uses ``U[s, i, k]`` (z_ik = 1 iff U < p) and
-        ``N[s, i, k]`` (w_ik = b/κ + N/√κ); sweeps ``s ≥ burnin`` are kept in
-        ``X_keep``, ``Z`` (E[z_ik | rest]) and ``W2`` (E[w_ik² | rest]), each (samples, B, K).
-        ``kappa`` = A + γ_w and ``half_log`` = ½ log(γ_w/κ) are (B, K).
+        Sweep s, feature k of row i uses ``U[s, i, k]`` for both: z_ik = 1 iff U < p, then
+        w_ik = b/κ + Φ⁻¹(max(U/p, ``V_MIN``))/√κ (inverse CDF; ``local.gibbs_update``); sweeps
+        ``s ≥ burnin`` are kept in ``X_keep``, ``Z`` (E[z_ik | rest]) and ``W2`` (E[w_ik² | rest]),
+        each (samples, B, K), and ``R_keep`` (samples, B, D), the masked residual.  ``kappa`` = A + γ_w
+        and ``half_log`` = ½ log(γ_w/κ) are (B, K).
         """
         B, K = X.shape
         for i in range(B):
@@ -173,7 +188,8 @@ if AVAILABLE:
                     kap = kappa[i, k]
                     mean = b / kap
                     p = 1.0 / (1.0 + math.exp(-(logit_pi[k] + half_log[i, k] + 0.5 * b * mean)))
-                    xk = mean + N[s, i, k] / math.sqrt(kap) if U[s, i, k] < p else 0.0
+                    u = U[s, i, k]
+                    xk = mean + _ndtri(max(u / p, V_MIN)) / math.sqrt(kap) if u < p else 0.0
                     if xk != X[i, k]:
                         dot = _set_and_dot(R, X, M, phi, i, k, xk, (k + 1) % K)
                     else:
@@ -184,3 +200,5 @@ if AVAILABLE:
                 if keep >= 0:
                     for k in range(K):
                         X_keep[keep, i, k] = X[i, k]
+                    for d in range(R.shape[1]):
+                        R_keep[keep, i, d] = R[i, d]

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, ndtri
 
 from svibench.capabilities.conjugate import LOCAL_KINDS, LocalApprox
 from svibench.expfam import LOG_2PI
@@ -78,6 +78,7 @@ __all__ = [
     "titsias_printed",
     "gibbs",
     "gibbs_update",
+    "slab_quantile",
     "local_elbo",
     "draw_from_q",
     "draws_from_q",
@@ -146,12 +147,16 @@ class LocalMoments:
     ``X`` = E[x_ik], ``X2`` = E[x_ik²], ``Z`` = E[z_ik], ``W2`` = E[w_ik²], with
     x_ik = z_ik w_ik; within one draw features are independent (cross moments
     are products of ``X``).  Statistics average over the S draws.
+
+    ``R`` (S, B, D), when the local routine kept it (Gibbs), is each draw's masked residual
+    m ∘ (y − x Φ) at the view's E[φ], which the eq. 7 statistics would otherwise recompute.
     """
 
     X: np.ndarray
     X2: np.ndarray
     Z: np.ndarray
     W2: np.ndarray
+    R: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -435,24 +440,39 @@ def titsias_printed(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, max_sweep
     return _coordinate_ascent(view, Y, M, FACTOR_KINDS["titsias-printed"], max_sweeps, tol, kernel, start)
 
 
-def gibbs_update(sweep: FeatureSweep, k: int, u: np.ndarray, n: np.ndarray):
+def gibbs_update(sweep: FeatureSweep, k: int, u: np.ndarray):
     """Blocked Gibbs step on feature k for every row: z_k ~ p(z_k | rest) with w_k
-    integrated out, then w_k | z_k = 1 ~ N(b/κ, 1/κ) (x_k = 0 when z_k = 0).
+    integrated out, then w_k | z_k = 1 ~ N(b/κ, 1/κ) (x_k = 0 when z_k = 0), both from
+    one uniform per row.
 
-    ``u`` (B,) uniforms and ``n`` (B,) standard normals: z_ik = 1 iff u_i < p_ik,
-    w_ik = b_ik/κ_ik + n_i/√κ_ik.  Returns the Rao–Blackwellised E[z_k | rest] and E[w_k² | rest].
+    ``u`` (B,) uniforms: z_ik = 1 iff u_i < p_ik.  Given u_i < p_ik, u_i/p_ik is
+    Uniform(0, 1) and independent of the event, so by the inverse-CDF method
+    w_ik = b_ik/κ_ik + Φ⁻¹(u_i/p_ik)/√κ_ik is an exact draw of w_ik | z_ik = 1
+    (:func:`slab_quantile`).  Returns the Rao–Blackwellised E[z_k | rest] and E[w_k² | rest].
     """
     _, b = sweep.field(k)
     kappa, mean, log_odds = _collapsed(sweep, k, b)
     p = expit(log_odds)
-    sweep.set(k, np.where(u < p, mean + n / np.sqrt(kappa), 0.0))
+    on = u < p
+    xk = np.zeros_like(u)
+    xk[on] = mean[on] + slab_quantile(u[on] / p[on]) / np.sqrt(kappa[on])
+    sweep.set(k, xk)
     return p, p * (mean * mean + 1.0 / kappa) + (1.0 - p) / sweep.view.gamma_w
 
 
+def slab_quantile(v: np.ndarray) -> np.ndarray:
+    """Φ⁻¹(v) for v = u/p ∈ [0, 1), the standard-normal quantile of :func:`gibbs_update`'s slab draw.
+
+    ``rng.random`` can return 0.0, whose quantile is −∞: v is floored at the smallest positive
+    double (``kernels.V_MIN``, Φ⁻¹ = −38.5, a probability-5e-324 event).  v < 1 always (u < p
+    and the division rounds below 1), so the result is finite.
+    """
+    return ndtri(np.maximum(v, kernels.V_MIN))
+
+
 def gibbs_step(sweep: FeatureSweep, k: int, rng: np.random.Generator):
-    """:func:`gibbs_update` with B uniforms, then B normals, drawn from ``rng``."""
-    B = sweep.X.shape[0]
-    return gibbs_update(sweep, k, rng.random(B), rng.standard_normal(B))
+    """:func:`gibbs_update` with B uniforms drawn from ``rng``."""
+    return gibbs_update(sweep, k, rng.random(sweep.X.shape[0]))
 
 
 def gibbs(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, burnin: int, samples: int,
@@ -461,32 +481,33 @@ def gibbs(view: GlobalMoments, Y: np.ndarray, M: np.ndarray, burnin: int, sample
 
     Starts from x = 0 (no feature on) unless ``X0`` is given.  Kept draws
     carry the sampled x (so cross moments x_ik x_ij are those of the chain)
-    and Rao–Blackwellised E[z], E[w²].  The chain's randomness is drawn
-    up front from ``rng``: uniforms U, then normals N, each (sweeps, B, K);
-    sweep s, feature k, row i uses U[s, i, k] and N[s, i, k] on either path
+    and Rao–Blackwellised E[z], E[w²], and the sweep's masked residual ``R``
+    at each kept draw (:class:`LocalMoments`).  The chain's randomness is drawn
+    up front from ``rng``: uniforms U (sweeps, B, K); sweep s, feature k, row i
+    uses U[s, i, k] for both z_ik and w_ik (:func:`gibbs_update`) on either path
     (``kernel`` as in :func:`mean_field`).
     """
     B, K = Y.shape[0], view.phi.shape[0]
     sweep = FeatureSweep(view, Y, M, np.zeros((B, K)) if X0 is None else X0)
-    shape = (burnin + samples, B, K)
-    U, N = rng.random(shape), rng.standard_normal(shape)
+    U = rng.random((burnin + samples, B, K))
     X = np.empty((samples, B, K))
     Z = np.empty((samples, B, K))
     W2 = np.empty((samples, B, K))
+    R = np.empty((samples,) + Y.shape)
     if _use_kernel(kernel):
         kernels.gibbs_sweeps(sweep.R, sweep.X, _c(M), _c(view.phi), sweep.Q, sweep.kappa, sweep.half_log,
-                                  float(view.gamma_obs), float(view.gamma_w), _c(view.logit_pi), U, N, burnin,
-                                  X, Z, W2)
-        return LocalMoments(X, X * X, Z, W2)
+                             float(view.gamma_obs), float(view.gamma_w), _c(view.logit_pi), U, burnin,
+                             X, Z, W2, R)
+        return LocalMoments(X, X * X, Z, W2, R)
     for s in range(burnin + samples):
         keep = s - burnin
         for k in range(K):
-            p, w2 = gibbs_update(sweep, k, U[s, :, k], N[s, :, k])
+            p, w2 = gibbs_update(sweep, k, U[s, :, k])
             if keep >= 0:
                 Z[keep, :, k], W2[keep, :, k] = p, w2
         if keep >= 0:
-            X[keep] = sweep.X
-    return LocalMoments(X, X * X, Z, W2)
+            X[keep], R[keep] = sweep.X, sweep.R
+    return LocalMoments(X, X * X, Z, W2, R)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ def global_statistics(mom: LocalMoments, view: GlobalMoments, Y: np.ndarray, M: 
 
     Returns a dict: ``pi`` (BetaNatural, K), ``phi`` (GaussianDiagNatural, K×D),
     ``gamma_obs`` and ``gamma_w`` (GammaNatural scalars) — increments to add to
-    the prior natural parameters.
+    the prior natural parameters.  The residual m ∘ (y − x Φ) of each draw is ``mom.R`` when the
+    local routine kept it (the same to rounding), else computed here.
     """
     S, B, K = mom.X.shape
     g, phi = view.gamma_obs, view.phi
@@ -38,7 +39,7 @@ def global_statistics(mom: LocalMoments, view: GlobalMoments, Y: np.ndarray, M: 
     used = X.any(axis=0)                         # features some draw uses: the others add nothing to X Φ or Xᵀ R
     on = slice(None) if used.all() else np.flatnonzero(used)  # (Gibbs draws use few of the K: fewer flops)
     X_on = X[:, on]
-    R = (M * (Y - (X_on @ phi[on]).reshape(S, B, -1))).reshape(S * B, -1)
+    R = (M * (Y - (X_on @ phi[on]).reshape(S, B, -1)) if mom.R is None else mom.R).reshape(S * B, -1)
     XX_M = (M.T @ (mom.X * mom.X).sum(0)).T      # Σ_s Σᵢ m_id E[x_ik]²  (K, D)
     X2_M = (M.T @ mom.X2.sum(0)).T               # Σ_s Σᵢ m_id E[x_ik²]  (K, D)
     lin = g * phi * XX_M

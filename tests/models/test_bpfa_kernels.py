@@ -68,7 +68,7 @@ def test_gibbs_kernel_equals_reference_with_the_same_draws(full, start):
     plain = gibbs(view, Y, M, 3, 4, np.random.default_rng(7), X0=X0, kernel=False)
     fast = gibbs(view, Y, M, 3, 4, np.random.default_rng(7), X0=X0, kernel=True)
     np.testing.assert_array_equal(fast.X != 0, plain.X != 0)  # same z draws
-    for name in ("X", "X2", "Z", "W2"):
+    for name in ("X", "X2", "Z", "W2", "R"):
         np.testing.assert_allclose(getattr(fast, name), getattr(plain, name), rtol=1e-9, atol=1e-12, err_msg=name)
     assert 0.05 < np.mean(plain.X != 0) < 0.95
     # a different seed gives a different chain (the draws do come from rng)
@@ -82,11 +82,12 @@ def test_kernel_leaves_the_sweep_state_consistent():
     rng = np.random.default_rng(4)
     sweep = FeatureSweep(view, Y, M, np.zeros((Y.shape[0], view.phi.shape[0])))
     shape = (2,) + sweep.X.shape
-    out = [np.empty((1,) + sweep.X.shape) for _ in range(3)]  # X, Z, W2 of the one kept sweep
+    out = [np.empty((1,) + sweep.X.shape) for _ in range(3)] + [np.empty((1,) + Y.shape)]  # the kept sweep's
     bpfa_kernels.gibbs_sweeps(sweep.R, sweep.X, M, view.phi, sweep.Q, sweep.kappa, sweep.half_log, view.gamma_obs,
-                              view.gamma_w, view.logit_pi, rng.random(shape), rng.standard_normal(shape), 1, *out)
+                              view.gamma_w, view.logit_pi, rng.random(shape), 1, *out)  # X, Z, W2, R
     np.testing.assert_allclose(sweep.R, M * (Y - sweep.X @ view.phi), atol=1e-10)
     np.testing.assert_array_equal(out[0][0], sweep.X)
+    np.testing.assert_array_equal(out[3][0], sweep.R)
 
 
 def test_chain_sweep_is_the_same_on_both_paths():

@@ -5,10 +5,12 @@ import itertools
 
 import numpy as np
 import pytest
-from scipy.stats import multivariate_normal
+from scipy.special import expit, ndtri
+from scipy.stats import kstest, multivariate_normal, norm
 
-from svibench.models.bpfa.local import (FactorQ, FeatureSweep, GlobalMoments, gibbs, local_elbo, mean_field,
-                                         mf_step, titsias, titsias_printed, titsias_printed_step, titsias_step)
+from svibench.models.bpfa.local import (FactorQ, FeatureSweep, GlobalMoments, _collapsed, gibbs, local_elbo,
+                                         mean_field, mf_step, titsias, titsias_printed, titsias_printed_step,
+                                         titsias_step)
 
 _LOG_2PI = np.log(2 * np.pi)
 
@@ -219,6 +221,61 @@ def test_titsias_local_elbo_matches_monte_carlo_of_the_same_bound():
 
 def test_mean_field_local_elbo_matches_monte_carlo():
     _check_local_elbo_by_monte_carlo(mean_field, seed=4, B=3, K=3, D=5, observed=1.0, off_from_prior=False)
+
+
+def _one_feature_draws(kernel, seed=10, n=200_000):
+    """One Gibbs update of one feature (K = 1) for n copies of one row: the field (κ, mean, p) it
+    should follow and the draws x (n,)."""
+    rng = np.random.default_rng(seed)
+    view = _point_view(rng, 1, 6)
+    y, mask = rng.normal(0, 1, 6), np.array([1, 1, 0, 1, 1, 1.0])
+    Y, M = np.tile(y * mask, (n, 1)), np.tile(mask, (n, 1))
+    sweep = FeatureSweep(view, Y[:1], M[:1], np.zeros((1, 1)))
+    kappa, mean, log_odds = _collapsed(sweep, 0, sweep.field(0)[1])
+    x = gibbs(view, Y, M, 0, 1, np.random.default_rng(seed + 1), kernel=kernel).X[0, :, 0]
+    return float(kappa[0]), float(mean[0]), float(expit(log_odds[0])), x
+
+
+@pytest.mark.parametrize("kernel", [False, True])
+def test_one_uniform_draws_z_and_w_from_their_exact_conditional(kernel):
+    """P(z = 1) = p and w | z = 1 ~ N(b/κ, 1/κ) (KS test) when one uniform u gives z = [u < p] and
+    w = b/κ + Φ⁻¹(u/p)/√κ (inverse CDF of u/p ~ U(0, 1) given u < p)."""
+    kappa, mean, p, x = _one_feature_draws(kernel)
+    on = x != 0
+    assert 0.2 < p < 0.8, p  # both outcomes frequent: the test has power
+    assert abs(on.mean() - p) < 4 * np.sqrt(p * (1 - p) / len(x)), (on.mean(), p)
+    assert kstest(x[on], norm(mean, 1 / np.sqrt(kappa)).cdf).pvalue > 1e-3
+
+
+def test_the_slab_test_fails_when_w_reuses_u_instead_of_u_over_p(monkeypatch):
+    """The KS check above has power: Φ⁻¹(u) in place of Φ⁻¹(u/p) (w then lies below the slab's
+    p-quantile, given u < p) is rejected."""
+    from svibench.models.bpfa import local
+
+    p = _one_feature_draws(kernel=False, n=1)[2]
+    monkeypatch.setattr(local, "slab_quantile", lambda v: ndtri(v * p))  # Φ⁻¹(u)
+    kappa, mean, _, x = _one_feature_draws(kernel=False)
+    on = x != 0
+    assert kstest(x[on], norm(mean, 1 / np.sqrt(kappa)).cdf).pvalue < 1e-10
+
+
+def test_a_zero_uniform_gives_a_finite_slab_draw():
+    """rng.random can return 0.0: u/p = 0 is floored (Φ⁻¹(0) = −∞), on both paths."""
+    from svibench.models.bpfa import kernels
+    from svibench.models.bpfa.local import gibbs_update, slab_quantile
+
+    assert np.isfinite(slab_quantile(np.zeros(1))).all() and kernels.V_MIN > 0
+    rng = np.random.default_rng(2)
+    view = _point_view(rng, 3, 5)
+    Y, M = rng.normal(0, 1, (4, 5)), np.ones((4, 5))
+    sweep = FeatureSweep(view, Y, M, np.zeros((4, 3)))
+    gibbs_update(sweep, 0, np.zeros(4))
+    assert np.isfinite(sweep.X).all() and (sweep.X[:, 0] != 0).all()
+    sweep = FeatureSweep(view, Y, M, np.zeros((4, 3)))
+    out = [np.empty((1, 4, 3)) for _ in range(3)] + [np.empty((1, 4, 5))]
+    kernels.gibbs_sweeps(sweep.R, sweep.X, M, view.phi, sweep.Q, sweep.kappa, sweep.half_log, view.gamma_obs,
+                         view.gamma_w, view.logit_pi, np.zeros((1, 4, 3)), 0, *out)
+    assert np.isfinite(out[0]).all() and (out[0] != 0).all()
 
 
 def test_gibbs_sweep_keeps_the_masked_residual_exact():
