@@ -217,13 +217,15 @@ def test_workers_of_a_killed_sweep_end_instead_of_finishing_their_runs(tmp_path,
     study.write_text(STUDY_TOML.format(work=0.2).replace("iterations = 12", "iterations = 300"))  # 60 s per run
     proc = cli("run", str(study), "--plugin", faulty_plugin, "-o", str(tmp_path / "out"), "--workers", "2",
                "--no-report", "-q")
-    deadline = time.monotonic() + 60
-    while len(workers := _spawned_workers(proc.pid)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert len(workers) == 2, proc.stderr.read() if proc.poll() is not None else "workers did not start"
-    time.sleep(1.0)  # into their first runs
-    proc.kill()
-    proc.wait()
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers := _spawned_workers(proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(workers) == 2, proc.stderr.read() if proc.poll() is not None else "workers did not start"
+        time.sleep(1.0)  # into their first runs
+    finally:
+        proc.kill()  # also when the test fails: the sweep's runs last minutes
+        proc.wait()
     deadline = time.monotonic() + 10
     while any(map(_alive, workers)) and time.monotonic() < deadline:
         time.sleep(0.1)
