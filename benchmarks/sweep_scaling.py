@@ -6,9 +6,10 @@ Two study shapes: ``short``, many short runs (48 runs of ~0.15 s CPU: what a swe
 algorithms shows), and ``long``, few long runs (4 runs of ~8 s CPU).  Each sweep writes its results to a
 temporary folder through :func:`svibench.sweep.run_study`, as ``svibench run`` does.  Dask's ``LocalCluster``
 is started before the clock and timed apart (``start``).  Per sweep it prints the wall seconds, the CPU
-seconds of this process and of its finished children, the runs' own CPU (algorithm and warm-up, from the
-results), the overhead per run (all CPU less the runs' own, over the runs), and the speedup of N workers
-over 1.  Wall-clock speedups need a quiet machine: the load average (``uptime``) is printed before and after.
+seconds of this process (the sweep's parent: results, manifest, Dask's client and scheduler) and of its finished
+children (workers, Dask's nannies), the runs' algorithm CPU (algorithm and warm-up, from the results), the CPU
+per run that is not algorithm time (evaluation, starting workers, imports, loading, passing and writing results),
+and the speedup of N workers over 1.  Wall-clock speedups need a quiet machine: the load average (``uptime``) is printed before and after.
 Not an asv benchmark (asv times one process); it lives here to sit beside them.
 """
 from __future__ import annotations
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     warnings.simplefilter("ignore")
     print(f"load average before: {_load()} ({os.cpu_count()} cores)")
     print(f"{'shape':<6} {'executor':<8} {'workers':>7} {'runs':>5} {'start s':>8} {'wall s':>8} {'cpu s':>7} "
-          f"{'children s':>10} {'runs own s':>10} {'overhead/run s':>14} {'speedup':>8}")
+          f"{'children s':>10} {'algorithm s':>11} {'not alg./run s':>14} {'speedup':>8}")
     for shape in args.shapes:
         for executor in args.executors:
             first = None
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
                 r = sweep(shape, executor, workers)
                 first = first or r
                 print(f"{shape:<6} {executor:<8} {workers:>7} {r['runs']:>5} {r['start']:>8.2f} {r['wall']:>8.2f} "
-                      f"{r['cpu']:>7.2f} {r['children']:>10.2f} {r['own']:>10.2f} {r['overhead']:>14.3f} "
+                      f"{r['cpu']:>7.2f} {r['children']:>10.2f} {r['own']:>11.2f} {r['overhead']:>14.3f} "
                       f"{first['wall'] / r['wall']:>7.2f}x", flush=True)
     print(f"load average after: {_load()}")
 
