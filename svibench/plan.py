@@ -181,9 +181,11 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.2f} h"
 
 
-def format_study(plan: StudyPlan) -> str:
-    """A study's table: per group its label, problem, runs, CPU per run and in all, and how it was estimated."""
-    lines = [f"{plan.study.name} ({plan.study.scale} scale): {plan.runs} runs, {_duration(plan.seconds)} CPU"]
+def format_study(plan: StudyPlan, workers: int) -> str:
+    """A study's table: its runs, CPU and wall clock on ``workers``, then per group its label, problem, runs, CPU per
+    run and in all, and how it was estimated."""
+    lines = [f"{plan.study.name} ({plan.study.scale} scale): {plan.runs} runs, {_duration(plan.seconds)} CPU, about "
+             f"{_duration(wall_seconds([plan], workers))} on {workers} worker(s)"]
     for g in plan.groups:
         lines.append(f"  {g.label:<32} {g.problem:<28} {len(g.runs):>4} × {_duration(g.seconds):>9} = "
                      f"{_duration(g.total):>9}  {g.how}")

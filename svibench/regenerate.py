@@ -101,6 +101,6 @@ def plan(reports: str | Path = "reports", names: list[str] | None = None, *, sca
     plans = []
     for study in _studies(Path(reports).resolve(), list(names or []), scale):
         plans.append(plan_study(study))
-        log(format_study(plans[-1]))
+        log(format_study(plans[-1], workers))
     log(format_total(plans, workers))
     return plans

@@ -117,7 +117,7 @@ def test_the_cli_prints_the_plan_writes_nothing_and_refuses_an_unknown_scale_in_
     out = subprocess.run(cli + ["--scale", "paper", "--workers", "2"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0].startswith("plan (paper scale): 8 runs, ") and len(lines) == 4
+    assert lines[0].startswith("plan (paper scale): 8 runs, ") and " on 2 worker(s)" in lines[0] and len(lines) == 4
     assert "SVI" in lines[1] and " 4 × " in lines[1] and "probe: " in lines[1]
     assert lines[-1].startswith("total: 8 runs, ") and "on 2 worker(s) about " in lines[-1]
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["plan", "reports", "study.toml"]
