@@ -44,7 +44,8 @@ PROBE_SECONDS = 1.0
 @dataclass(frozen=True)
 class Probe:
     """CPU seconds of a probe's parts: ``warm_up``, ``init``, one step, one evaluation (with the run's fixed
-    overhead), the epochs one step covers, and the steps timed."""
+    overhead), the epochs one step covers, the steps timed, and whether the probe ended ``diverged`` (its run, on
+    the same seed, would end there too; the estimate is then an upper bound)."""
 
     warm_up: float
     init: float
@@ -52,6 +53,7 @@ class Probe:
     per_evaluation: float
     epochs_per_step: float
     steps: int
+    diverged: bool = False
 
 
 def probe(spec: RunSpec) -> Probe:
@@ -65,12 +67,12 @@ def probe(spec: RunSpec) -> Probe:
     cpu = time.process_time()
     ds = execute(short)
     cpu = time.process_time() - cpu
-    if ds.attrs["status"] != "ok" or ds.sizes["checkpoint"] < 2:
+    if ds.attrs["status"] not in ("ok", "diverged") or ds.sizes["checkpoint"] < 2:
         raise RuntimeError(f"the probe ended {ds.attrs['status']}: {ds.attrs['message']}")
     done, init, algorithm = int(ds["iteration"][-1]), float(ds["time"][0]), float(ds["time"][-1])
     warm = float(ds.attrs["warmup_seconds"])
     return Probe(warm, init, (algorithm - init) / done, max(0.0, cpu - warm - algorithm) / ds.sizes["checkpoint"],
-                 float(ds["epoch"][-1]) / done, done)
+                 float(ds["epoch"][-1]) / done, done, ds.attrs["status"] == "diverged")
 
 
 def evaluations(spec: RunSpec, steps: int, p: Probe) -> int:
@@ -140,7 +142,8 @@ def _group(runs: list[RunSpec], measure: Callable[[RunSpec], Probe]) -> GroupPla
     except Exception as exc:  # data unavailable, a probe that fails: say so, estimate the rest
         return GroupPlan(first.label, first.problem.name, runs, math.nan, f"not estimated: {exc}")
     how = "seconds budget" if binds else f"probe: {p.steps} step(s) at {p.per_step:.3g} s"
-    return GroupPlan(first.label, first.problem.name, runs, seconds, f"{how}, evaluation {p.per_evaluation:.3g} s")
+    how += f", evaluation {p.per_evaluation:.3g} s" + ("; the probe diverged: the runs may end early" if p.diverged else "")
+    return GroupPlan(first.label, first.problem.name, runs, seconds, how)
 
 
 def plan_study(study: Study, measure: Callable[[RunSpec], Probe] = probe) -> StudyPlan:

@@ -82,6 +82,9 @@ def test_a_group_that_cannot_be_probed_is_named_and_counted_as_zero():
     bad = [g for g in plan.groups if math.isnan(g.seconds)]
     assert len(bad) == 2 and bad[0].how == "not estimated: the probe ended failed: boom"
     assert "(6 run(s) not estimated, counted as zero)" in format_total([plan], 2)
+    plan = plan_study(study(), lambda run: replace(FAKE, diverged=True))  # its rates stand; the runs may end sooner
+    assert all(g.how.endswith("; the probe diverged: the runs may end early") for g in plan.groups)
+    assert plan.seconds == pytest.approx(plan_study(study(), lambda run: FAKE).seconds)
 
 
 @pytest.mark.parametrize("budget, checkpoints", [
