@@ -201,9 +201,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_regenerate(args: argparse.Namespace) -> int:
-    from .regenerate import regenerate
+    from .regenerate import plan, regenerate
 
-    done = regenerate(args.reports, args.studies, scale=args.scale, workers=args.workers or 1, executor=args.executor)
+    if args.plan:
+        plan(args.reports, args.studies, scale=args.scale, workers=args.workers)
+        return 0
+
+    done = regenerate(args.reports, args.studies, scale=args.scale, workers=args.workers, executor=args.executor)
     bad = [f"{d.study}: {n} {s}" for d in done for s, n in Counter(d.statuses.values()).items() if s not in ("ok", "diverged")]
     if bad:
         print(f"runs not ok ({'; '.join(bad)}): see 'Runs not ok' in the reports", file=sys.stderr)
@@ -300,6 +304,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=_at_least_one, default=1, help="worker processes (default 1: serial timings)")
     p.add_argument("--executor", choices=("local", "dask"), default="local",
                    help="local worker processes (default) or a Dask LocalCluster of --workers processes")
+    p.add_argument("--plan", action="store_true",
+                   help="run and write nothing: print each study's runs, their estimated CPU time (from a timed first "
+                        "checkpoint) and the total wall clock on --workers")
     p.set_defaults(func=_cmd_regenerate)
 
     p = sub.add_parser("report", help="write an HTML and Markdown report of saved results")

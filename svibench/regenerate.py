@@ -18,10 +18,11 @@ from functools import partial
 from pathlib import Path
 
 from .executors import run_dask, run_local
+from .plan import StudyPlan, format_study, format_total, plan_study
 from .study import Study, StudyError, load_study
 from .sweep import run_study
 
-__all__ = ["regenerate", "dirty_files", "report_folder", "RESULTS_DIR"]
+__all__ = ["regenerate", "plan", "dirty_files", "report_folder", "RESULTS_DIR"]
 
 #: Where regenerate runs the studies (ignored by git; a user's own `results/` is left alone).
 RESULTS_DIR = "results-regenerate"
@@ -91,3 +92,15 @@ def regenerate(reports: str | Path = "reports", names: list[str] | None = None, 
     html, _ = write_index(reports)
     log(f"index: {html}")
     return done
+
+
+def plan(reports: str | Path = "reports", names: list[str] | None = None, *, scale: str = "default",
+         workers: int = 1, log=print) -> list[StudyPlan]:
+    """What :func:`regenerate` with the same arguments would run and how long it would take (:mod:`svibench.plan`):
+    each study's table as it is estimated, then the total; nothing is run or written, and the tree may be dirty."""
+    plans = []
+    for study in _studies(Path(reports).resolve(), list(names or []), scale):
+        plans.append(plan_study(study))
+        log(format_study(plans[-1], workers))
+    log(format_total(plans, workers))
+    return plans

@@ -5,6 +5,7 @@ import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -134,9 +135,10 @@ class RunSpec:
         if not self.method:
             object.__setattr__(self, "method", self.label)
 
-    @property
+    @cached_property
     def run_id(self) -> str:
-        """Stable identity: the same problem, algorithm, hyperparameters, seed and budget."""
+        """Stable identity: the same problem, algorithm, hyperparameters, seed and budget (computed once: the
+        sweep reads it for every run each time it writes the manifest)."""
         ident = canonical_json(
             [self.problem.key(), self.algorithm, self.params, self.seed, asdict(self.budget), asdict(self.checkpoints)]
         )

@@ -21,7 +21,7 @@ from ..runner import execute
 from ..spec import RunSpec
 from .base import ExecutorError, OnProgress, StepReporter, finished, ignore, lost_run, pinned_threads
 
-__all__ = ["run_dask", "dask_slots", "execute_on_dask", "profiler_paused"]
+__all__ = ["run_dask", "dask_slots", "local_cluster", "execute_on_dask", "profiler_paused"]
 
 #: glibc mallopt parameters, and the value svibench sets in Dask workers (128 MiB).
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _MALLOC_THRESHOLD = -1, -3, 128 * 2**20
@@ -131,10 +131,19 @@ def _distributed():
     return distributed
 
 
+def _client(address, **kw):
+    """A Dask client of ``address`` (a scheduler's or a cluster) that is not the process's default scheduler.
+
+    As the default, it would make xarray guard every netCDF write of this process with a lock held on the
+    scheduler: writing a run's file cost the sweep ~100 ms of round trips (and the scheduler's CPU), most of
+    what a Dask sweep of short runs spent besides its runs (issue 33).  svibench submits its runs itself.
+    """
+    return _distributed().Client(address, set_as_default=False, **kw)
+
+
 def _connect(address: str, connect_timeout: float):
-    client_cls = _distributed().Client
     try:
-        return client_cls(address, timeout=f"{connect_timeout}s")
+        return _client(address, timeout=f"{connect_timeout}s")
     except (OSError, TimeoutError) as exc:
         raise ExecutorError(f"cannot reach a Dask scheduler at {address} within {connect_timeout:g} s ({exc}); "
                             "start one with `dask scheduler` or run without --address for a local cluster") from None
@@ -148,6 +157,16 @@ def dask_slots(address: str, connect_timeout: float = 5.0) -> int:
     """
     with _connect(address, connect_timeout) as client:
         return sum(w["nthreads"] for w in client.scheduler_info()["workers"].values())
+
+
+def local_cluster(workers: int, memory_limit: int | None = None):
+    """A Dask ``LocalCluster`` of ``workers`` single-threaded processes (BLAS pinned to one thread, no dashboard,
+    ``memory_limit`` bytes each or Dask's default) whose workers import this module as they start (a preload), so
+    that svibench's imports are part of the cluster's start and not of its first runs."""
+    with pinned_threads(1):
+        return _distributed().LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                           dashboard_address=None, memory_limit=memory_limit or "auto",
+                                           preload=[__name__])
 
 
 def run_dask(
@@ -167,7 +186,7 @@ def run_dask(
     address : str, optional
         A running scheduler, e.g. ``tcp://127.0.0.1:8786``.  Without one, a
         ``LocalCluster`` of ``workers`` single-threaded processes is started
-        (and closed at the end), never more than there are runs.
+        (and closed at the end), never more than there are runs (:func:`local_cluster`).
     retries : int
         Dask retries of a task whose worker was lost; after that the run is
         recorded ``failed`` with the reason.
@@ -188,11 +207,8 @@ def run_dask(
                                 f"the cluster at {address} (`dask worker --memory-limit ...`)")
         client = _connect(address, connect_timeout)
     else:
-        with pinned_threads(1):
-            cluster = distributed.LocalCluster(n_workers=max(1, min(workers, len(specs))), threads_per_worker=1,
-                                               processes=True, dashboard_address=None,
-                                               memory_limit=memory_limit or "auto")
-        client = distributed.Client(cluster)
+        cluster = local_cluster(max(1, min(workers, len(specs))), memory_limit)
+        client = _client(cluster)
     token = uuid.uuid4().hex[:8]
     topic = f"svibench-progress-{token}"
     client.subscribe_topic(topic, lambda event: on_progress(_run_event(event[1])))
@@ -202,7 +218,7 @@ def run_dask(
                           retries=retries): spec
             for spec in specs
         }
-        for future in distributed.as_completed(futures):
+        for future in distributed.as_completed(futures, loop=client.loop):
             spec = futures[future]
             try:
                 ds = future.result()

@@ -153,6 +153,31 @@ def test_runs_of_one_problem_share_its_model_and_uncached_builds_are_fresh():
     assert fresh is not build_model(GMM) and fresh.n_train == build_model(GMM).n_train == 600
 
 
+def test_a_cached_problem_gives_the_fresh_problems_trajectory_and_no_run_leaks_into_the_next():
+    """A worker keeps each problem it loaded (build_model's cache, keyed by the problem's whole definition) and runs
+    one run after another on it: a run on a fresh problem, then others on the cached one, then the first again give
+    the same trajectory, and the cached data stays read-only and unchanged."""
+    from dataclasses import replace
+
+    from svibench.problem import _build_model_cached, build_model
+
+    def same(a, b):
+        assert a.attrs["status"] == b.attrs["status"] == "ok"
+        for var in (v for v in a.data_vars if v not in ("time", "wall_time")):
+            np.testing.assert_array_equal(a[var].values, b[var].values, err_msg=str(var))
+
+    _build_model_cached.cache_clear()
+    first = execute(spec(seed=3))  # loads the problem
+    before = {k: v.copy() for k, v in build_model(GMM).data.train.items()}
+    same(execute(spec("vmp", seed=3)), execute(spec("vmp", seed=3)))
+    execute(spec(seed=5, params={"batch_size": 20}))
+    same(first, execute(spec(seed=3)))
+    for key, array in build_model(GMM).data.train.items():
+        assert not array.flags.writeable and np.array_equal(array, before[key]), key
+    assert build_model(replace(GMM, dataset_params={**GMM.dataset_params, "n": 601})) is not build_model(GMM)
+    assert build_model(replace(GMM, model_params={"components": 4})) is not build_model(GMM)
+
+
 def test_a_posterior_of_the_wrong_type_is_named_in_one_line(tmp_path):
     """A model that declares its posterior types refuses another type before evaluating it."""
     plugin = tmp_path / "bare.py"

@@ -57,6 +57,25 @@ def test_local_and_a_dask_local_cluster_give_identical_trajectories(tmp_path):
     assert_same_trajectories(local, dask)
 
 
+def test_workers_fork_when_that_is_safe_and_forked_and_spawned_workers_give_identical_trajectories(tmp_path, monkeypatch):
+    import threading
+
+    from svibench.executors import local
+
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    assert local.start_method(None) == ("fork" if sys.platform.startswith("linux") else "spawn")
+    assert local.start_method(2**30) == "spawn"  # a forked worker's address space would start with ours
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    assert local.start_method(None) == "spawn"  # another thread may hold a lock the fork would copy held
+    study = parse_study(GMM_STUDY)
+    for how in ("fork", "spawn"):
+        monkeypatch.setattr(local, "start_method", lambda limit, how=how: how)
+        run_study(study, tmp_path / how, partial(run_local, workers=2), progress=False)
+    forked, spawned = open_results(tmp_path / "fork"), open_results(tmp_path / "spawn")
+    assert set(forked.status.values) == {"ok"}
+    assert_same_trajectories(forked, spawned)
+
+
 def test_a_killed_worker_is_retried_or_recorded_and_the_sweep_completes(tmp_path, faulty_plugin):
     marker = tmp_path / "killed-once"
     raw = {
@@ -179,15 +198,15 @@ def _alive(pid: int) -> bool:
 
 
 def _spawned_workers(pid: int) -> list[int]:
-    """Live multiprocessing workers (not its resource tracker) whose parent is ``pid``."""
+    """Live child processes of ``pid``, forked or spawned workers (not multiprocessing's resource tracker)."""
     found = []
     for entry in Path("/proc").glob("[0-9]*"):
         child = int(entry.name)
         try:
-            spawned = b"spawn_main" in (entry / "cmdline").read_bytes()
+            tracker = b"resource_tracker" in (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if spawned and _alive(child) and _state_and_parent(child)[1] == pid:
+        if not tracker and _alive(child) and (_state_and_parent(child) or ("", 0))[1] == pid:
             found.append(child)
     return found
 
@@ -198,13 +217,15 @@ def test_workers_of_a_killed_sweep_end_instead_of_finishing_their_runs(tmp_path,
     study.write_text(STUDY_TOML.format(work=0.2).replace("iterations = 12", "iterations = 300"))  # 60 s per run
     proc = cli("run", str(study), "--plugin", faulty_plugin, "-o", str(tmp_path / "out"), "--workers", "2",
                "--no-report", "-q")
-    deadline = time.monotonic() + 60
-    while len(workers := _spawned_workers(proc.pid)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert len(workers) == 2, proc.stderr.read() if proc.poll() is not None else "workers did not start"
-    time.sleep(1.0)  # into their first runs
-    proc.kill()
-    proc.wait()
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers := _spawned_workers(proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(workers) == 2, proc.stderr.read() if proc.poll() is not None else "workers did not start"
+        time.sleep(1.0)  # into their first runs
+    finally:
+        proc.kill()  # also when the test fails: the sweep's runs last minutes
+        proc.wait()
     deadline = time.monotonic() + 10
     while any(map(_alive, workers)) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -266,6 +287,23 @@ def test_an_unreachable_scheduler_is_a_clear_error_within_seconds(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and time.monotonic() - started < 20
     assert "cannot reach a Dask scheduler at tcp://127.0.0.1:9" in err and "Traceback" not in err
+
+
+def test_a_dask_sweep_is_not_the_default_dask_scheduler_so_its_run_files_are_written_without_scheduler_locks(tmp_path):
+    """xarray guards each netCDF write with a lock on the default Dask scheduler when there is one: ~100 ms of round
+    trips per run file (measured), and the parent's CPU in the scheduler; svibench's client must not be the default."""
+    import dask
+
+    from svibench.executors.dask import local_cluster
+
+    assert dask.base.get_scheduler() is None
+    study = parse_study(GMM_STUDY)
+    seen = []
+    with local_cluster(1) as cluster:
+        for ds in run_dask(study.runs[:2], address=cluster.scheduler_address):
+            seen.append(dask.base.get_scheduler())
+        assert seen == [None, None]
+        assert [ds.attrs["status"] for ds in run_dask(study.runs[:1], workers=1)] == ["ok"]  # a LocalCluster of its own
 
 
 def test_dask_workers_get_ordinary_allocator_settings():

@@ -1,0 +1,203 @@
+"""What regenerating studies will cost, known before any run (``svibench regenerate --plan``).
+
+A study's runs are the sweep's own (:attr:`~svibench.study.Study.runs`, the expansion ``run_study`` executes).
+They are grouped by algorithm point and problem, since the seeds of a group cost the same, and each group's
+CPU seconds per run are estimated as::
+
+    warm-up + init + steps × (CPU s per step) + evaluations × (CPU s per evaluation)
+
+``steps`` is the fewest steps that exhaust the run's budget (its iterations, its epochs over the epochs a step
+covers, its seconds over the seconds a step takes).  The algorithm's part (init and steps) stops at the budget's
+seconds, and the whole run at its time limit.  ``evaluations`` counts the checkpoints the run reaches, with
+iteration 0.  The rates come from a timed first checkpoint, a *probe*: the runner itself
+(:func:`svibench.runner.execute`, warm-up included) on the group's algorithm and problem, with a budget of at most
+:data:`PROBE_STEPS` steps or :data:`PROBE_SECONDS` CPU seconds and two checkpoints, on this process's CPU clock.
+A run whose seconds limit binds is its own estimate: only its warm-up, init and evaluations come from the probe.
+
+Nothing is written.  Loading each problem's data (once per worker) and starting the workers are not counted.
+The wall clock on N workers replays the sweep's order (:func:`wall_seconds`).
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .problem import build_model
+from .runner import execute
+from .spec import Budget, Checkpoints, RunSpec, canonical_json
+from .study import Study
+
+__all__ = ["Probe", "GroupPlan", "StudyPlan", "probe", "run_seconds", "evaluations", "plan_study", "wall_seconds", "format_study",
+           "format_total", "PROBE_STEPS", "PROBE_SECONDS"]
+
+#: A probe's budget: at most this many steps ...
+PROBE_STEPS = 1000
+#: ... or this many CPU seconds of the algorithm, or the run's own budget, whichever comes first (at least one step).
+PROBE_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class Probe:
+    """CPU seconds of a probe's parts: ``warm_up``, ``init``, one step, one evaluation (with the run's fixed
+    overhead), the epochs one step covers, the steps timed, and whether the probe ended ``diverged`` (its run, on
+    the same seed, would end there too; the estimate is then an upper bound)."""
+
+    warm_up: float
+    init: float
+    per_step: float
+    per_evaluation: float
+    epochs_per_step: float
+    steps: int
+    diverged: bool = False
+
+
+def probe(spec: RunSpec) -> Probe:
+    """Time the first steps of ``spec``'s algorithm on its problem (see the module docstring); raises
+    RuntimeError with the run's message if the probe does not end ``ok`` with a step timed."""
+    build_model(spec.problem, spec.plugins)  # its data loads once per worker: not part of a run's cost
+    own = spec.budget
+    steps = min(own.iterations or PROBE_STEPS, PROBE_STEPS)
+    short = replace(spec, budget=Budget(steps, own.epochs, min(own.seconds or PROBE_SECONDS, PROBE_SECONDS)),
+                    checkpoints=Checkpoints(at=(steps,)), timeout=None)
+    cpu = time.process_time()
+    ds = execute(short)
+    cpu = time.process_time() - cpu
+    if ds.attrs["status"] not in ("ok", "diverged") or ds.sizes["checkpoint"] < 2:
+        raise RuntimeError(f"the probe ended {ds.attrs['status']}: {ds.attrs['message']}")
+    done, init, algorithm = int(ds["iteration"][-1]), float(ds["time"][0]), float(ds["time"][-1])
+    warm = float(ds.attrs["warmup_seconds"])
+    return Probe(warm, init, (algorithm - init) / done, max(0.0, cpu - warm - algorithm) / ds.sizes["checkpoint"],
+                 float(ds["epoch"][-1]) / done, done, ds.attrs["status"] == "diverged")
+
+
+def evaluations(spec: RunSpec, steps: int, p: Probe) -> int:
+    """How many times the runner evaluates run ``spec`` that stops after ``steps`` steps at ``p``'s rates: at
+    iteration 0, after each step at which a checkpoint falls due (several may fall in one step), and at the end
+    unless a checkpoint falls due at its last step."""
+    axis, _ = spec.budget.progress_axis()
+    points = spec.checkpoints.schedule(spec.budget)
+    if axis == "epochs":
+        points = points / p.epochs_per_step if p.epochs_per_step else np.full(len(points), np.inf)
+    elif axis == "seconds":
+        points = (points - p.init) / p.per_step if p.per_step else np.full(len(points), np.inf)
+    due = {int(k) for k in np.ceil(points - 1e-9) if k <= steps}  # the step at which each checkpoint is reached
+    return 1 + len(due) + int(steps not in due)
+
+
+def run_seconds(spec: RunSpec, p: Probe) -> tuple[float, bool]:
+    """The estimated CPU seconds of run ``spec`` from its group's probe, and whether its seconds limit binds."""
+    budget = spec.budget
+    limits = [budget.iterations, budget.epochs / p.epochs_per_step if budget.epochs and p.epochs_per_step else None,
+              max(0.0, budget.seconds - p.init) / p.per_step if budget.seconds and p.per_step else None]
+    steps = max(1, math.ceil(min(x for x in limits if x is not None)))
+    algorithm = p.init + steps * p.per_step
+    binds = budget.seconds is not None and algorithm >= budget.seconds
+    algorithm = min(algorithm, budget.seconds) if binds else algorithm
+    total = p.warm_up + algorithm + evaluations(spec, steps, p) * p.per_evaluation
+    return (min(total, spec.timeout) if spec.timeout is not None else total), binds
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """The runs of one algorithm point on one problem (its seeds): the estimate per run, or why there is none."""
+
+    label: str
+    problem: str
+    runs: list[RunSpec]
+    seconds: float
+    how: str
+
+    @property
+    def total(self) -> float:
+        return self.seconds * len(self.runs)
+
+
+@dataclass(frozen=True)
+class StudyPlan:
+    """A study's groups of runs, in the sweep's order."""
+
+    study: Study
+    groups: list[GroupPlan]
+
+    @property
+    def runs(self) -> int:
+        return sum(len(g.runs) for g in self.groups)
+
+    @property
+    def seconds(self) -> float:
+        """Estimated CPU seconds of the runs that have an estimate."""
+        return sum(g.total for g in self.groups if not math.isnan(g.seconds))
+
+
+def _group(runs: list[RunSpec], measure: Callable[[RunSpec], Probe]) -> GroupPlan:
+    first = runs[0]
+    try:
+        p = measure(first)
+        seconds, binds = run_seconds(first, p)
+    except Exception as exc:  # data unavailable, a probe that fails: say so, estimate the rest
+        return GroupPlan(first.label, first.problem.name, runs, math.nan, f"not estimated: {exc}")
+    how = "seconds budget" if binds else f"probe: {p.steps} step(s) at {p.per_step:.3g} s"
+    how += f", evaluation {p.per_evaluation:.3g} s" + ("; the probe diverged: the runs may end early" if p.diverged else "")
+    return GroupPlan(first.label, first.problem.name, runs, seconds, how)
+
+
+def plan_study(study: Study, measure: Callable[[RunSpec], Probe] = probe) -> StudyPlan:
+    """Group ``study``'s runs (algorithm point × problem; seeds together) and estimate each group with ``measure``.
+
+    The first group of each model is measured twice and the first result dropped: a process's first evaluation of a
+    model pays first-call costs (imports, compilation) that a worker pays once, not at every evaluation of every run.
+    """
+    groups: dict[tuple[str, str, str], list[RunSpec]] = {}
+    for run in study.runs:
+        groups.setdefault((run.algorithm, canonical_json(run.params), run.problem.key()), []).append(run)
+    out, primed = [], set()
+    for runs in groups.values():
+        if runs[0].problem.model not in primed:
+            primed.add(runs[0].problem.model)
+            _group(runs, measure)
+        out.append(_group(runs, measure))
+    return StudyPlan(study, out)
+
+
+def wall_seconds(plans: Sequence[StudyPlan], workers: int) -> float:
+    """Estimated wall seconds of the studies on ``workers`` workers, as the sweep runs them: one study after
+    another, each study's runs handed out in order to whichever of its ``min(workers, runs)`` workers is free first
+    (runs without an estimate count zero)."""
+    total = 0.0
+    for plan in plans:
+        order = {run.run_id: g.seconds for g in plan.groups for run in g.runs}
+        free = [0.0] * max(1, min(workers, len(order)))
+        for run in plan.study.runs:
+            heapq.heappush(free, heapq.heappop(free) + np.nan_to_num(order[run.run_id]))
+        total += max(free)
+    return total
+
+
+def _duration(seconds: float) -> str:
+    if math.isnan(seconds):
+        return "?"
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.2f} h"
+
+
+def format_study(plan: StudyPlan, workers: int) -> str:
+    """A study's table: its runs, CPU and wall clock on ``workers``, then per group its label, problem, runs, CPU per
+    run and in all, and how it was estimated."""
+    lines = [f"{plan.study.name} ({plan.study.scale} scale): {plan.runs} runs, {_duration(plan.seconds)} CPU, about "
+             f"{_duration(wall_seconds([plan], workers))} on {workers} worker(s)"]
+    for g in plan.groups:
+        lines.append(f"  {g.label:<32} {g.problem:<28} {len(g.runs):>4} × {_duration(g.seconds):>9} = "
+                     f"{_duration(g.total):>9}  {g.how}")
+    return "\n".join(lines)
+
+
+def format_total(plans: Sequence[StudyPlan], workers: int) -> str:
+    """The last line: runs, CPU time and the wall clock on ``workers`` workers of all the studies."""
+    missing = sum(len(g.runs) for p in plans for g in p.groups if math.isnan(g.seconds))
+    return (f"total: {sum(p.runs for p in plans)} runs, {_duration(sum(p.seconds for p in plans))} CPU; on {workers} "
+            f"worker(s) about {_duration(wall_seconds(plans, workers))} wall clock"
+            + (f" ({missing} run(s) not estimated, counted as zero)" if missing else ""))

@@ -1,0 +1,129 @@
+"""`svibench regenerate --plan` (svibench.plan): the runs counted as the sweep expands them, estimates that add up,
+the runner's own evaluation count, and nothing run or written."""
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from svibench.plan import PROBE_STEPS, Probe, evaluations, format_total, plan_study, probe, run_seconds, wall_seconds
+from svibench.runner import execute
+from svibench.spec import Budget, Checkpoints
+from svibench.study import parse_study
+
+STUDY = """
+[study]
+name = "plan"
+seeds = [0, 1, 2]
+[budget]
+epochs = 3
+checkpoints = 10
+[[problem]]
+model = "gmm"
+dataset = "gmm-synthetic"
+dataset_params = { n = 200, n_test = 50, dim = [1, 2] }
+[[algorithm]]
+name = "svi"
+params = { batch_size = 20, kappa = [0.6, 0.9] }
+[[algorithm]]
+name = "vmp"
+[scales.paper]
+seeds = [0, 1, 2, 3]
+"""
+
+#: A made-up probe: 1 s warm-up, 2 s init, 0.5 s a step covering 0.25 epoch, 0.1 s an evaluation.
+FAKE = Probe(warm_up=1.0, init=2.0, per_step=0.5, per_evaluation=0.1, epochs_per_step=0.25, steps=10)
+
+
+def study(scale="default"):
+    return parse_study(tomllib.loads(STUDY), scale=scale)
+
+
+def test_the_plan_counts_the_runs_the_sweep_makes_grouped_by_algorithm_point_and_problem():
+    for scale, seeds in (("default", 3), ("paper", 4)):
+        s = study(scale)
+        plan = plan_study(s, lambda run: FAKE)
+        assert plan.runs == len(s.runs) == 3 * 2 * seeds  # 3 algorithm points x 2 problems (dim grid) x seeds
+        assert [r.run_id for g in plan.groups for r in g.runs] == [r.run_id for r in s.runs]
+        assert {len(g.runs) for g in plan.groups} == {seeds} and len(plan.groups) == 6
+
+
+def test_the_estimate_of_a_run_is_its_parts_and_the_totals_add_up():
+    s = study()
+    # epochs = 3: 12 steps of 0.25 epoch; the 10 checkpoints 0.003, 0.0065, ..., 1.39, 3 epochs fall due at
+    # steps 1 (six of them), 2, 3, 6 and 12, the end: 5 evaluations, and iteration 0's
+    run = s.runs[0]
+    seconds, binds = run_seconds(run, FAKE)
+    assert not binds and seconds == pytest.approx(1.0 + 2.0 + 12 * 0.5 + 6 * 0.1)
+    # 4 s of algorithm time: init and 4 steps; checkpoints due at steps 1, 2, 3, then the end apart
+    assert run_seconds(replace(run, budget=Budget(epochs=3, seconds=4.0)), FAKE) == (pytest.approx(1 + 4 + 5 * 0.1), True)
+    assert run_seconds(replace(run, timeout=5.0), FAKE)[0] == 5.0  # the time limit ends the run
+    plan = plan_study(s, lambda run: FAKE)
+    assert plan.seconds == pytest.approx(sum(g.seconds * len(g.runs) for g in plan.groups))
+    assert plan.seconds == pytest.approx(18 * seconds)
+    assert wall_seconds([plan], 1) == pytest.approx(plan.seconds)
+    assert wall_seconds([plan], 2) == pytest.approx(plan.seconds / 2)  # 18 equal runs share 2 workers evenly
+    assert wall_seconds([plan, plan], 2) == pytest.approx(plan.seconds)  # studies run one after another
+    assert f"36 runs, {2 * plan.seconds / 60:.1f} min CPU; on 2 worker(s) about {plan.seconds / 60:.1f} min" in \
+        format_total([plan, plan], 2)
+
+
+def test_a_group_that_cannot_be_probed_is_named_and_counted_as_zero():
+    def failing(run):
+        if run.algorithm == "vmp":
+            raise RuntimeError("the probe ended failed: boom")
+        return FAKE
+    plan = plan_study(study(), failing)
+    bad = [g for g in plan.groups if math.isnan(g.seconds)]
+    assert len(bad) == 2 and bad[0].how == "not estimated: the probe ended failed: boom"
+    assert "(6 run(s) not estimated, counted as zero)" in format_total([plan], 2)
+    plan = plan_study(study(), lambda run: replace(FAKE, diverged=True))  # its rates stand; the runs may end sooner
+    assert all(g.how.endswith("; the probe diverged: the runs may end early") for g in plan.groups)
+    assert plan.seconds == pytest.approx(plan_study(study(), lambda run: FAKE).seconds)
+
+
+@pytest.mark.parametrize("budget, checkpoints", [
+    (Budget(iterations=15), Checkpoints(5)),
+    (Budget(epochs=2.0), Checkpoints(4, "linear")),
+    (Budget(iterations=10), Checkpoints(at=(1, 2, 5))),  # the end is not a checkpoint: evaluated apart
+    (Budget(iterations=50, epochs=1.0), Checkpoints(6)),  # the epochs stop the run before its iteration axis ends
+    (Budget(epochs=1.0), Checkpoints(20)),  # log-spaced from 1/1000 of the budget: many checkpoints due at step 1
+])
+def test_the_evaluation_count_is_the_runners(budget, checkpoints):
+    run = replace(study().runs[0], budget=budget, checkpoints=checkpoints)
+    ds = execute(run)
+    assert ds.attrs["status"] == "ok"
+    steps = int(ds["iteration"][-1])
+    rates = replace(FAKE, init=float(ds["time"][0]), epochs_per_step=float(ds["epoch"][-1]) / steps)
+    assert evaluations(run, steps, rates) == ds.sizes["checkpoint"]
+
+
+def test_a_probe_times_a_few_steps_of_the_real_run_and_never_more_than_its_budget():
+    run = study().runs[0]
+    p = probe(replace(run, budget=Budget(iterations=3 * PROBE_STEPS)))
+    assert 1 <= p.steps <= PROBE_STEPS  # the steps or the CPU seconds of a probe, whichever come first
+    assert p.per_step > 0 and p.per_evaluation > 0 and p.epochs_per_step == pytest.approx(20 / 200)
+    assert probe(replace(run, budget=Budget(iterations=4))).steps == 4  # a run shorter than a probe: the run itself
+    assert probe(run).steps <= 30  # epochs = 3 of 10 steps each
+
+
+def test_the_cli_prints_the_plan_writes_nothing_and_refuses_an_unknown_scale_in_one_line(tmp_path):
+    folder = tmp_path / "reports" / "plan"
+    folder.mkdir(parents=True)
+    (folder / "study.toml").write_text(STUDY.replace("dim = [1, 2]", "dim = 1").replace("kappa = [0.6, 0.9]", "kappa = 0.6"))
+    cli = [sys.executable, "-m", "svibench.cli", "regenerate", "--reports", str(tmp_path / "reports"), "--plan"]
+    out = subprocess.run(cli + ["--scale", "paper", "--workers", "2"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("plan (paper scale): 8 runs, ") and " on 2 worker(s)" in lines[0] and len(lines) == 4
+    assert "SVI" in lines[1] and " 4 × " in lines[1] and "probe: " in lines[1]
+    assert lines[-1].startswith("total: 8 runs, ") and "on 2 worker(s) about " in lines[-1]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["plan", "reports", "study.toml"]
+    bad = subprocess.run(cli + ["--scale", "huge"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.count("\n") == 1 and "no [scales.huge] table; available scales: default, paper" in bad.stderr
