@@ -84,8 +84,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"load average before: {_load()} ({os.cpu_count()} cores)")
     print(f"{'shape':<6} {'executor':<8} {'workers':>7} {'runs':>5} {'start s':>8} {'wall s':>8} {'cpu s':>7} "
           f"{'children s':>10} {'algorithm s':>11} {'not alg./run s':>14} {'speedup':>8}")
-    for shape in args.shapes:
-        for executor in args.executors:
+    for executor in args.executors:  # local first: a Dask cluster leaves threads behind, and then local spawns
+        for shape in args.shapes:
             first = None
             for workers in args.workers:
                 r = sweep(shape, executor, workers)
