@@ -5,6 +5,8 @@ measures the algorithm, not how many cores the BLAS grabbed.  Every ``time_``
 benchmark is timed on the CPU clock of its process (:data:`timer`), the clock
 svibench's runner reads for algorithm time (:mod:`svibench.clock`): a busy
 machine (CI, a sweep beside it) lengthens the wall clock, not the numbers.
+The C allocator keeps freed memory as the runner's does (:mod:`svibench.allocator`), so
+that a step's time is what it is in a run.
 """
 import os
 import time
@@ -12,6 +14,10 @@ import time
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
              "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
     os.environ[_var] = "1"
+
+from svibench.allocator import keep_freed_memory  # noqa: E402  (after the thread variables)
+
+keep_freed_memory()
 
 #: asv's clock for the ``time_`` benchmarks of every module that imports it (asv reads a module's ``timer``).
 timer = time.process_time

@@ -26,6 +26,7 @@ import numpy as np
 import xarray as xr
 
 from . import health
+from .allocator import keep_freed_memory
 from .summary import TRACKED
 from .algorithm import Algorithm, Diverged
 from .metrics import HOW_TO_DECLARE, Metric, table_json
@@ -199,13 +200,14 @@ class _Timing:
 
 def _run(spec: RunSpec, trajectory: _Trajectory, timing: _Timing,
          on_step: Callable[[int, float, float], None] | None, started: float) -> tuple[str, str]:
-    """Validate, warm up, init and step (one BLAS thread) until the budget or the time limit ends;
-    (status, message) of the run."""
+    """Validate, warm up, init and step (one BLAS thread, the allocator's thresholds fixed:
+    :mod:`svibench.allocator`) until the budget or the time limit ends; (status, message) of the run."""
     entry = get_registry(spec.plugins).algorithm(spec.algorithm)
     model = build_model(spec.problem, spec.plugins)
     trajectory.describe(model, spec.problem)
     alg = entry.build(dict(spec.params))
     alg.check_params()
+    keep_freed_memory()
     with one_thread() as timing.blas_threads:
         if timing.warm_up is not None:
             timing.warm_up.start()
