@@ -22,6 +22,12 @@ blocked Gibbs step), reorganised for speed without changing the maths:
   (asv MF local step at B = K = 250: 9.0 → 6.6–6.9 ms).  A row that stops hands its
   lane to the next row at the end of the sweep.  Each row's arithmetic and its
   order are unchanged, so the result is the same to the bit;
+* the Gibbs kernel computes the dot products r_i · φ_j of ``BLOCK`` features in one pass
+  over r_i (one load of r_i for eight products).  A draw leaves x_ik, and so r_i, unchanged
+  for most features (x_ik = 0 before and after: 96% of updates at B = K = 250), so the
+  products stay valid until a feature changes; then r_i is updated and the next block starts
+  at the feature after it.  1/κ is taken once per row, not at every sweep.  Kernel at
+  B = K = 250, D = 64, 3 + 3 sweeps: 9.9–10.6 → 8.1–8.4 ms;
 * the Gibbs kernel takes its uniforms ``U`` pre-drawn by the caller's
   ``numpy.random.Generator`` (shape (sweeps, B, K)), the same draws the
   reference consumes, so a seed fixes the trajectory on both paths.  One
@@ -54,6 +60,8 @@ AVAILABLE = numba is not None
 V_MIN = math.ulp(0.0)
 #: Rows interleaved by the coordinate-ascent kernel (6–8 were fastest at B = K = 250, D = 64).
 LANES = 8
+#: Features whose dot products the Gibbs kernel takes in one pass (``_dots`` has one accumulator for each).
+BLOCK = 8
 
 if AVAILABLE:
     import llvmlite.binding
@@ -167,6 +175,30 @@ if AVAILABLE:
                 moved[lane] = 0.0
         return sweeps
 
+    @numba.njit(inline="always", fastmath={"reassoc", "contract"})
+    def _dots(R, phi_pad, i, j, out):
+        """out[l] = r_i · φ_{j+l} for l < BLOCK, in one pass over r_i (``phi_pad``: φ with BLOCK zero rows below)."""
+        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+        for d in range(R.shape[1]):
+            r = R[i, d]
+            s0 += r * phi_pad[j, d]
+            s1 += r * phi_pad[j + 1, d]
+            s2 += r * phi_pad[j + 2, d]
+            s3 += r * phi_pad[j + 3, d]
+            s4 += r * phi_pad[j + 4, d]
+            s5 += r * phi_pad[j + 5, d]
+            s6 += r * phi_pad[j + 6, d]
+            s7 += r * phi_pad[j + 7, d]
+        out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7] = s0, s1, s2, s3, s4, s5, s6, s7
+
+    @numba.njit(inline="always", fastmath={"reassoc", "contract"})
+    def _set(R, X, M, phi, i, k, xk):
+        """x_ik ← xk and r_i ← r_i − (xk − x_ik) m_i ∘ φ_k."""
+        delta = xk - X[i, k]
+        X[i, k] = xk
+        for d in range(R.shape[1]):
+            R[i, d] -= delta * phi[k, d] * M[i, d]
+
     @_jit
     def gibbs_sweeps(R, X, M, phi, Q, kappa, half_log, gamma_obs, gamma_w, logit_pi, U, burnin, X_keep, Z, W2,
                      R_keep):
@@ -176,27 +208,42 @@ if AVAILABLE:
         w_ik = b/κ + Φ⁻¹(max(U/p, ``V_MIN``))/√κ (inverse CDF; ``local.gibbs_update``); sweeps
         ``s ≥ burnin`` are kept in ``X_keep``, ``Z`` (E[z_ik | rest]) and ``W2`` (E[w_ik² | rest]),
         each (samples, B, K), and ``R_keep`` (samples, B, D), the masked residual.  ``kappa`` = A + γ_w
-        and ``half_log`` = ½ log(γ_w/κ) are (B, K).
+        and ``half_log`` = ½ log(γ_w/κ) are (B, K).  ``dots`` holds r_i · φ_j for the block of features
+        from ``k``, valid until a feature of the block changes x_ik (see the module docstring).
         """
         B, K = X.shape
+        phi_pad = np.zeros((K + BLOCK, phi.shape[1]))
+        phi_pad[:K] = phi
+        dots = np.empty(BLOCK)
+        inv_kappa = np.empty(K)
+        inv_gamma_w = 1.0 / gamma_w
         for i in range(B):
-            dot = _dot(R, phi, i, 0)  # r_i · φ_k of the feature about to be updated
+            for k in range(K):
+                inv_kappa[k] = 1.0 / kappa[i, k]
             for s in range(U.shape[0]):
                 keep = s - burnin
-                for k in range(K):
-                    b = gamma_obs * dot + X[i, k] * Q[i, k]
-                    kap = kappa[i, k]
-                    mean = b / kap
-                    p = 1.0 / (1.0 + math.exp(-(logit_pi[k] + half_log[i, k] + 0.5 * b * mean)))
-                    u = U[s, i, k]
-                    xk = mean + _ndtri(max(u / p, V_MIN)) / math.sqrt(kap) if u < p else 0.0
-                    if xk != X[i, k]:
-                        dot = _set_and_dot(R, X, M, phi, i, k, xk, (k + 1) % K)
-                    else:
-                        dot = _dot(R, phi, i, (k + 1) % K)
-                    if keep >= 0:
-                        Z[keep, i, k] = p
-                        W2[keep, i, k] = p * (mean * mean + 1.0 / kap) + (1.0 - p) / gamma_w
+                k = 0
+                while k < K:
+                    _dots(R, phi_pad, i, k, dots)
+                    end = min(k + BLOCK, K)
+                    j = k
+                    while j < end:
+                        b = gamma_obs * dots[j - k] + X[i, j] * Q[i, j]
+                        ik = inv_kappa[j]
+                        mean = b * ik
+                        p = 1.0 / (1.0 + math.exp(-(logit_pi[j] + half_log[i, j] + 0.5 * b * mean)))
+                        u = U[s, i, j]
+                        xk = mean + _ndtri(max(u / p, V_MIN)) * math.sqrt(ik) if u < p else 0.0
+                        if keep >= 0:
+                            Z[keep, i, j] = p
+                            W2[keep, i, j] = p * (mean * mean + ik) + (1.0 - p) * inv_gamma_w
+                        changed = xk != X[i, j]
+                        if changed:
+                            _set(R, X, M, phi, i, j, xk)
+                        j += 1
+                        if changed:
+                            break
+                    k = j
                 if keep >= 0:
                     for k in range(K):
                         X_keep[keep, i, k] = X[i, k]

@@ -62,8 +62,9 @@ def test_each_row_stops_after_its_first_small_sweep(kernel):
 
 @pytest.mark.parametrize("full", [False, True])
 @pytest.mark.parametrize("start", ["zero", "state"])
-def test_gibbs_kernel_equals_reference_with_the_same_draws(full, start):
-    view, Y, M = _problem(2, full=full)
+@pytest.mark.parametrize("K", [3, 12, 20], ids=["K<block", "K=block+4", "K=2 blocks+4"])
+def test_gibbs_kernel_equals_reference_with_the_same_draws(full, start, K):
+    view, Y, M = _problem(2, K=K, full=full)
     X0 = None if start == "zero" else np.random.default_rng(9).normal(0, 1, (Y.shape[0], view.phi.shape[0]))
     plain = gibbs(view, Y, M, 3, 4, np.random.default_rng(7), X0=X0, kernel=False)
     fast = gibbs(view, Y, M, 3, 4, np.random.default_rng(7), X0=X0, kernel=True)
