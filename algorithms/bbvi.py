@@ -210,12 +210,12 @@ class BBVI(Algorithm, Generic[Q]):
     def _compiled(self, model: LogJoint) -> tuple[Any, CompiledGradient] | None:
         """The family's and the model's compiled gradients when these settings fuse (see the module), else None."""
         plain = (self.estimator != "reparam" or self.stick_the_landing or not isinstance(self.optimizer_, Adam)
-                 or (self.batch_size is not None and self.batch_size < model.n_train) or not bbvi_fused.AVAILABLE
+                 or (self.batch_size is not None and self.batch_size < model.n_train)
                  or not hasattr(self.q_, "compiled_reparam_gradient") or not isinstance(model, CompiledLogJointGradient))
         if plain:
             return None
-        family, density = self.q_.compiled_reparam_gradient(), model.compiled_grad_log_joint()
-        return None if family is None or density is None else (family, density)
+        density = model.compiled_grad_log_joint()
+        return None if density is None else (self.q_.compiled_reparam_gradient(), density)
 
     @property
     def fused(self) -> bool:  # type: ignore[override]

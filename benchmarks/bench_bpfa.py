@@ -6,7 +6,7 @@ prior with D = 64 and 20% of entries held out (masks exercised); Gibbs
 variants use 3 burn-in sweeps and 3 samples; mean-field/Titsias rows sweep
 until their θ moves by < 10⁻³ on average, at most 20 sweeps (the SVI
 defaults).  The local steps use the compiled sweeps of ``models.bpfa.kernels``
-when numba imports (the default of ``models.bpfa.local``).
+(the default of ``models.bpfa.local``).
 
 Every benchmark times the state after ``WARMUP`` SVI steps, the state a run spends
 its time in: from random initialisation the sampled-view locals need more sweeps

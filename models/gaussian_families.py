@@ -92,8 +92,8 @@ class MeanFieldGaussian:
         return np.concatenate([np.zeros(self.dim), np.ones(self.dim)])
 
     def compiled_reparam_gradient(self):
-        """This family's compiled reparameterisation gradient (:mod:`.gaussian_kernels`), None without numba."""
-        return gaussian_kernels.mean_field_gradient if gaussian_kernels.AVAILABLE else None
+        """This family's compiled reparameterisation gradient (:mod:`.gaussian_kernels`)."""
+        return gaussian_kernels.mean_field_gradient
 
     def posterior(self, phi: np.ndarray) -> GaussianPosterior:
         m, s = self.mean_sd(phi)
@@ -181,8 +181,8 @@ class FullGaussian:
         return np.concatenate([np.zeros(D), expit(rho) / softplus(rho), np.zeros(self.n_params - 2 * D)])
 
     def compiled_reparam_gradient(self):
-        """This family's compiled reparameterisation gradient (:mod:`.gaussian_kernels`), None without numba."""
-        return gaussian_kernels.full_rank_gradient if gaussian_kernels.AVAILABLE else None
+        """This family's compiled reparameterisation gradient (:mod:`.gaussian_kernels`)."""
+        return gaussian_kernels.full_rank_gradient
 
     def posterior(self, phi: np.ndarray) -> GaussianPosterior:
         L = self.scale_tril(phi)

@@ -337,7 +337,7 @@ class BayesianLogisticRegression(LatentLogisticModel):
     # -- capability: the log-joint gradient compiled (numba), for BBVI's fused reparameterised steps
     def compiled_grad_log_joint(self) -> CompiledGradient | None:
         """A dense design's kernel (:mod:`.logistic_kernels`); None for a sparse one, where scipy's products win."""
-        if not logistic_kernels.AVAILABLE or scipy.sparse.issparse(self.X):
+        if scipy.sparse.issparse(self.X):
             return None
         return CompiledGradient(logistic_kernels.dense_grad_log_joint,
                                 (np.ascontiguousarray(self.X), 2.0 * self.y - 1.0, self.precision))

@@ -3,7 +3,7 @@
 State: a draw of the globals β = (π, Φ, γ_w, γ_obs) and of every row's locals
 x_i = z_i ∘ w_i (N × K — inherent to an uncollapsed sampler; the SVI methods
 never keep it).  One sweep: the locals of every row given β (one blocked sweep
-of ``models.bpfa.local.gibbs``, compiled when numba imports), then each global from its complete
+of ``models.bpfa.local.gibbs``, compiled by default), then each global from its complete
 conditional:
 
 * w_ik for z_ik = 0 from its prior N(0, 1/γ_w) — only Σ w_ik² over those

@@ -45,23 +45,19 @@ blocked Gibbs step), reorganised for speed without changing the maths:
 Results agree with the reference to rounding (dot products are summed in
 another order); ``tests/models/test_bpfa_kernels.py`` checks this with masks.
 
-``AVAILABLE`` is False when numba does not import; callers then use the
-reference.  Inputs are float64, C-contiguous; arrays are updated in place.
+Inputs are float64, C-contiguous; arrays are updated in place.
 """
 from __future__ import annotations
 
 import math
 
+import llvmlite.binding
+import numba
 import numpy as np
+from numba.extending import get_cython_function_address
 
-try:
-    import numba
-except ImportError:  # pragma: no cover - exercised only without numba
-    numba = None
+__all__ = ["V_MIN", "factor_sweeps", "gibbs_sweeps"]
 
-__all__ = ["AVAILABLE", "V_MIN", "factor_sweeps", "gibbs_sweeps"]
-
-AVAILABLE = numba is not None
 #: Floor of the slab draw's u/p before Φ⁻¹ (``rng.random`` can return 0.0): the smallest positive double.
 V_MIN = math.ulp(0.0)
 #: Rows interleaved by the coordinate-ascent kernel (6–8 were fastest at B = K = 250, D = 64).
@@ -69,207 +65,208 @@ LANES = 8
 #: Features whose dot products the Gibbs kernel takes in one pass (``_dots`` has one accumulator for each).
 BLOCK = 8
 
-if AVAILABLE:
-    import llvmlite.binding
-    from numba.extending import get_cython_function_address
+_jit = numba.njit(cache=True, fastmath={"reassoc", "contract"})
 
-    _jit = numba.njit(cache=True, fastmath={"reassoc", "contract"})
+# scipy.special.ndtri's C entry point, called by symbol name (a ctypes pointer would stop caching).
+llvmlite.binding.add_symbol("svibench_scipy_ndtri",
+                            get_cython_function_address("scipy.special.cython_special", "ndtri"))
+_ndtri = numba.types.ExternalFunction("svibench_scipy_ndtri", numba.types.float64(numba.types.float64))
 
-    # scipy.special.ndtri's C entry point, called by symbol name (a ctypes pointer would stop caching).
-    llvmlite.binding.add_symbol("svibench_scipy_ndtri",
-                                get_cython_function_address("scipy.special.cython_special", "ndtri"))
-    _ndtri = numba.types.ExternalFunction("svibench_scipy_ndtri", numba.types.float64(numba.types.float64))
 
-    @numba.njit(inline="always", fastmath={"reassoc", "contract"})
-    def _pair_pass(R, M, phi, i, k0, k1, d0, d1, j0, j1):
-        """r_i ← r_i − m_i ∘ (d0 φ_k0 + d1 φ_k1), returning (r_i · φ_j0, r_i · φ_j1, Σ_d m_id φ_j0d φ_j1d):
-        one pass over r_i for a pair of features' updates and the next pair's products."""
-        s0 = 0.0
-        s1 = 0.0
-        g = 0.0
-        for d in range(R.shape[1]):
-            R[i, d] -= (d0 * phi[k0, d] + d1 * phi[k1, d]) * M[i, d]
-            s0 += R[i, d] * phi[j0, d]
-            s1 += R[i, d] * phi[j1, d]
-            g += M[i, d] * phi[j0, d] * phi[j1, d]
-        return s0, s1, g
+@numba.njit(inline="always", fastmath={"reassoc", "contract"})
+def _pair_pass(R, M, phi, i, k0, k1, d0, d1, j0, j1):
+    """r_i ← r_i − m_i ∘ (d0 φ_k0 + d1 φ_k1), returning (r_i · φ_j0, r_i · φ_j1, Σ_d m_id φ_j0d φ_j1d):
+    one pass over r_i for a pair of features' updates and the next pair's products."""
+    s0 = 0.0
+    s1 = 0.0
+    g = 0.0
+    for d in range(R.shape[1]):
+        R[i, d] -= (d0 * phi[k0, d] + d1 * phi[k1, d]) * M[i, d]
+        s0 += R[i, d] * phi[j0, d]
+        s1 += R[i, d] * phi[j1, d]
+        g += M[i, d] * phi[j0, d] * phi[j1, d]
+    return s0, s1, g
 
-    # long: the coordinate step stays in the loop body: as an inlined function taking its arrays it ran 2× slower
-    @_jit
-    def factor_sweeps(mode, R, X, M, phi, A, Q, half_log, gamma_obs, gamma_w, logit_pi,
-                      theta, mean_w, var_w, max_sweeps, tol):
-        """Coordinate-ascent sweeps of the mean-field (eq. 9) or Titsias (eq. 11, or its printed
-        objective) local q, row by row (rows interleaved: see the module docstring).
 
-        Parameters
-        ----------
-        mode : int
-            0: mean-field step (κ = θA + γ_w, m = θb/κ, θ = σ(logit π_k + m b − ½(m² + 1/κ) A));
-            1: Titsias step (κ = A + γ_w, m = b/κ, logit θ = logit π_k + ½ log(γ_w/κ) + b²/(2κ));
-            2: step of the appendix's printed Titsias objective (m = θb/(θA + γ_w),
-            v = θ/(θA + γ_w), logit θ = logit π_k + m b − ½(m² + v) A + ½ log(γ_w v)).
-        R, X, M : (B, D), (B, K), (B, D)
-            Masked residual, current E[x] and mask (updated: R, X).
-        phi, A, Q : (K, D), (B, K), (B, K)
-            E[φ], γ_obs Σ_d m_id E[φ_kd²] and γ_obs Σ_d m_id E[φ_kd]².
-        half_log : (B, K)
-            ½ log(γ_w/(A + γ_w)) (Titsias only; any (B, K) array otherwise).
-        theta, mean_w, var_w : (B, K)
-            The factorised q, updated in place.
-        max_sweeps, tol
-            Row i stops after the first sweep in which its θ_ik moved by less than ``tol``
-            on average over k, or after ``max_sweeps``.
+# long: the coordinate step stays in the loop body: as an inlined function taking its arrays it ran 2× slower
+@_jit
+def factor_sweeps(mode, R, X, M, phi, A, Q, half_log, gamma_obs, gamma_w, logit_pi,
+                  theta, mean_w, var_w, max_sweeps, tol):
+    """Coordinate-ascent sweeps of the mean-field (eq. 9) or Titsias (eq. 11, or its printed
+    objective) local q, row by row (rows interleaved: see the module docstring).
 
-        Returns
-        -------
-        ndarray (B,) of int
-            The sweeps each row did.
-        """
-        B, K = X.shape
-        sweeps = np.empty(B, dtype=np.int64)
-        row = np.full(LANES, -1, dtype=np.int64)
-        done = np.zeros(LANES, dtype=np.int64)
-        moved = np.zeros(LANES)
-        t = np.zeros((LANES, 2))                  # r_i · φ_k, r_i · φ_k+1 of the pair about to be updated
-        g = np.zeros(LANES)                       # Σ_d m_id φ_kd φ_k+1,d of that pair
-        delta = np.zeros((LANES, 2))              # the pair's changes of x_ik
-        first1 = min(1, K - 1)                    # the first pair's second feature (itself when K = 1)
-        nxt = 0
-        for lane in range(min(LANES, B)):
-            row[lane] = nxt
-            t[lane, 0], t[lane, 1], g[lane] = _pair_pass(R, M, phi, nxt, 0, 0, 0.0, 0.0, 0, first1)
-            nxt += 1
-        while (row >= 0).any():
-            for k in range(0, K, 2):
-                for h in range(min(2, K - k)):
-                    kk = k + h
-                    for lane in range(LANES):
-                        i = row[lane]
-                        if i < 0:
-                            continue
-                        # r_i · φ_kk; for the pair's second feature, after the first one's update:
-                        # (r_i − δ_k m_i ∘ φ_k) · φ_k+1 = t_1 − δ_k g
-                        s = t[lane, 0] if h == 0 else t[lane, 1] - delta[lane, 0] * g[lane]
-                        b = gamma_obs * s + X[i, kk] * Q[i, kk]
-                        a = A[i, kk]
-                        if mode == 1:
-                            kappa = a + gamma_w
-                            m = b / kappa
-                            v = 1.0 / kappa
-                            log_odds = logit_pi[kk] + half_log[i, kk] + 0.5 * b * m
-                        elif mode == 2:
-                            den = theta[i, kk] * a + gamma_w
-                            m = theta[i, kk] * b / den
-                            v = theta[i, kk] / den
-                            log_odds = logit_pi[kk] + m * b - 0.5 * (m * m + v) * a + 0.5 * math.log(gamma_w * v)
-                        else:
-                            kappa = theta[i, kk] * a + gamma_w
-                            m = theta[i, kk] * b / kappa
-                            v = 1.0 / kappa
-                            log_odds = logit_pi[kk] + m * b - 0.5 * (m * m + v) * a
-                        th = 1.0 / (1.0 + math.exp(-log_odds))
-                        moved[lane] += abs(th - theta[i, kk])
-                        mean_w[i, kk] = m
-                        var_w[i, kk] = v
-                        theta[i, kk] = th
-                        delta[lane, h] = th * m - X[i, kk]
-                        X[i, kk] = th * m
-                k1 = min(k + 1, K - 1)
-                j0 = k + 2 if k + 2 < K else 0
-                j1 = min(j0 + 1, K - 1)
+    Parameters
+    ----------
+    mode : int
+        0: mean-field step (κ = θA + γ_w, m = θb/κ, θ = σ(logit π_k + m b − ½(m² + 1/κ) A));
+        1: Titsias step (κ = A + γ_w, m = b/κ, logit θ = logit π_k + ½ log(γ_w/κ) + b²/(2κ));
+        2: step of the appendix's printed Titsias objective (m = θb/(θA + γ_w),
+        v = θ/(θA + γ_w), logit θ = logit π_k + m b − ½(m² + v) A + ½ log(γ_w v)).
+    R, X, M : (B, D), (B, K), (B, D)
+        Masked residual, current E[x] and mask (updated: R, X).
+    phi, A, Q : (K, D), (B, K), (B, K)
+        E[φ], γ_obs Σ_d m_id E[φ_kd²] and γ_obs Σ_d m_id E[φ_kd]².
+    half_log : (B, K)
+        ½ log(γ_w/(A + γ_w)) (Titsias only; any (B, K) array otherwise).
+    theta, mean_w, var_w : (B, K)
+        The factorised q, updated in place.
+    max_sweeps, tol
+        Row i stops after the first sweep in which its θ_ik moved by less than ``tol``
+        on average over k, or after ``max_sweeps``.
+
+    Returns
+    -------
+    ndarray (B,) of int
+        The sweeps each row did.
+    """
+    B, K = X.shape
+    sweeps = np.empty(B, dtype=np.int64)
+    row = np.full(LANES, -1, dtype=np.int64)
+    done = np.zeros(LANES, dtype=np.int64)
+    moved = np.zeros(LANES)
+    t = np.zeros((LANES, 2))                  # r_i · φ_k, r_i · φ_k+1 of the pair about to be updated
+    g = np.zeros(LANES)                       # Σ_d m_id φ_kd φ_k+1,d of that pair
+    delta = np.zeros((LANES, 2))              # the pair's changes of x_ik
+    first1 = min(1, K - 1)                    # the first pair's second feature (itself when K = 1)
+    nxt = 0
+    for lane in range(min(LANES, B)):
+        row[lane] = nxt
+        t[lane, 0], t[lane, 1], g[lane] = _pair_pass(R, M, phi, nxt, 0, 0, 0.0, 0.0, 0, first1)
+        nxt += 1
+    while (row >= 0).any():
+        for k in range(0, K, 2):
+            for h in range(min(2, K - k)):
+                kk = k + h
                 for lane in range(LANES):
                     i = row[lane]
                     if i < 0:
                         continue
-                    d1 = delta[lane, 1] if k + 1 < K else 0.0
-                    t[lane, 0], t[lane, 1], g[lane] = _pair_pass(R, M, phi, i, k, k1, delta[lane, 0], d1, j0, j1)
+                    # r_i · φ_kk; for the pair's second feature, after the first one's update:
+                    # (r_i − δ_k m_i ∘ φ_k) · φ_k+1 = t_1 − δ_k g
+                    s = t[lane, 0] if h == 0 else t[lane, 1] - delta[lane, 0] * g[lane]
+                    b = gamma_obs * s + X[i, kk] * Q[i, kk]
+                    a = A[i, kk]
+                    if mode == 1:
+                        kappa = a + gamma_w
+                        m = b / kappa
+                        v = 1.0 / kappa
+                        log_odds = logit_pi[kk] + half_log[i, kk] + 0.5 * b * m
+                    elif mode == 2:
+                        den = theta[i, kk] * a + gamma_w
+                        m = theta[i, kk] * b / den
+                        v = theta[i, kk] / den
+                        log_odds = logit_pi[kk] + m * b - 0.5 * (m * m + v) * a + 0.5 * math.log(gamma_w * v)
+                    else:
+                        kappa = theta[i, kk] * a + gamma_w
+                        m = theta[i, kk] * b / kappa
+                        v = 1.0 / kappa
+                        log_odds = logit_pi[kk] + m * b - 0.5 * (m * m + v) * a
+                    th = 1.0 / (1.0 + math.exp(-log_odds))
+                    moved[lane] += abs(th - theta[i, kk])
+                    mean_w[i, kk] = m
+                    var_w[i, kk] = v
+                    theta[i, kk] = th
+                    delta[lane, h] = th * m - X[i, kk]
+                    X[i, kk] = th * m
+            k1 = min(k + 1, K - 1)
+            j0 = k + 2 if k + 2 < K else 0
+            j1 = min(j0 + 1, K - 1)
             for lane in range(LANES):
                 i = row[lane]
                 if i < 0:
                     continue
-                done[lane] += 1
-                if moved[lane] < tol * K or done[lane] == max_sweeps:
-                    sweeps[i], done[lane] = done[lane], 0
-                    if nxt < B:
-                        row[lane] = nxt
-                        t[lane, 0], t[lane, 1], g[lane] = _pair_pass(R, M, phi, nxt, 0, 0, 0.0, 0.0, 0, first1)
-                        nxt += 1
-                    else:
-                        row[lane] = -1
-                moved[lane] = 0.0
-        return sweeps
+                d1 = delta[lane, 1] if k + 1 < K else 0.0
+                t[lane, 0], t[lane, 1], g[lane] = _pair_pass(R, M, phi, i, k, k1, delta[lane, 0], d1, j0, j1)
+        for lane in range(LANES):
+            i = row[lane]
+            if i < 0:
+                continue
+            done[lane] += 1
+            if moved[lane] < tol * K or done[lane] == max_sweeps:
+                sweeps[i], done[lane] = done[lane], 0
+                if nxt < B:
+                    row[lane] = nxt
+                    t[lane, 0], t[lane, 1], g[lane] = _pair_pass(R, M, phi, nxt, 0, 0, 0.0, 0.0, 0, first1)
+                    nxt += 1
+                else:
+                    row[lane] = -1
+            moved[lane] = 0.0
+    return sweeps
 
-    @numba.njit(inline="always", fastmath={"reassoc", "contract"})
-    def _dots(R, phi_pad, i, j, out):
-        """out[l] = r_i · φ_{j+l} for l < BLOCK, in one pass over r_i (``phi_pad``: φ with BLOCK zero rows below)."""
-        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
-        for d in range(R.shape[1]):
-            r = R[i, d]
-            s0 += r * phi_pad[j, d]
-            s1 += r * phi_pad[j + 1, d]
-            s2 += r * phi_pad[j + 2, d]
-            s3 += r * phi_pad[j + 3, d]
-            s4 += r * phi_pad[j + 4, d]
-            s5 += r * phi_pad[j + 5, d]
-            s6 += r * phi_pad[j + 6, d]
-            s7 += r * phi_pad[j + 7, d]
-        out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7] = s0, s1, s2, s3, s4, s5, s6, s7
 
-    @numba.njit(inline="always", fastmath={"reassoc", "contract"})
-    def _set(R, X, M, phi, i, k, xk):
-        """x_ik ← xk and r_i ← r_i − (xk − x_ik) m_i ∘ φ_k."""
-        delta = xk - X[i, k]
-        X[i, k] = xk
-        for d in range(R.shape[1]):
-            R[i, d] -= delta * phi[k, d] * M[i, d]
+@numba.njit(inline="always", fastmath={"reassoc", "contract"})
+def _dots(R, phi_pad, i, j, out):
+    """out[l] = r_i · φ_{j+l} for l < BLOCK, in one pass over r_i (``phi_pad``: φ with BLOCK zero rows below)."""
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    for d in range(R.shape[1]):
+        r = R[i, d]
+        s0 += r * phi_pad[j, d]
+        s1 += r * phi_pad[j + 1, d]
+        s2 += r * phi_pad[j + 2, d]
+        s3 += r * phi_pad[j + 3, d]
+        s4 += r * phi_pad[j + 4, d]
+        s5 += r * phi_pad[j + 5, d]
+        s6 += r * phi_pad[j + 6, d]
+        s7 += r * phi_pad[j + 7, d]
+    out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7] = s0, s1, s2, s3, s4, s5, s6, s7
 
-    @_jit
-    def gibbs_sweeps(R, X, M, phi, Q, kappa, half_log, gamma_obs, gamma_w, logit_pi, U, burnin, X_keep, Z, W2,
-                     R_keep):
-        """Blocked Gibbs sweeps on every row's locals (appendix): z_ik with w_ik integrated, then w_ik | z_ik.
 
-        Sweep s, feature k of row i uses ``U[s, i, k]`` for both: z_ik = 1 iff U < p, then
-        w_ik = b/κ + Φ⁻¹(max(U/p, ``V_MIN``))/√κ (inverse CDF; ``local.gibbs_update``); sweeps
-        ``s ≥ burnin`` are kept in ``X_keep``, ``Z`` (E[z_ik | rest]) and ``W2`` (E[w_ik² | rest]),
-        each (samples, B, K), and ``R_keep`` (samples, B, D), the masked residual.  ``kappa`` = A + γ_w
-        and ``half_log`` = ½ log(γ_w/κ) are (B, K).  ``dots`` holds r_i · φ_j for the block of features
-        from ``k``, valid until a feature of the block changes x_ik (see the module docstring).
-        """
-        B, K = X.shape
-        phi_pad = np.zeros((K + BLOCK, phi.shape[1]))
-        phi_pad[:K] = phi
-        dots = np.empty(BLOCK)
-        inv_kappa = np.empty(K)
-        inv_gamma_w = 1.0 / gamma_w
-        for i in range(B):
-            for k in range(K):
-                inv_kappa[k] = 1.0 / kappa[i, k]
-            for s in range(U.shape[0]):
-                keep = s - burnin
-                k = 0
-                while k < K:
-                    _dots(R, phi_pad, i, k, dots)
-                    end = min(k + BLOCK, K)
-                    j = k
-                    while j < end:
-                        b = gamma_obs * dots[j - k] + X[i, j] * Q[i, j]
-                        ik = inv_kappa[j]
-                        mean = b * ik
-                        p = 1.0 / (1.0 + math.exp(-(logit_pi[j] + half_log[i, j] + 0.5 * b * mean)))
-                        u = U[s, i, j]
-                        xk = mean + _ndtri(max(u / p, V_MIN)) * math.sqrt(ik) if u < p else 0.0
-                        if keep >= 0:
-                            Z[keep, i, j] = p
-                            W2[keep, i, j] = p * (mean * mean + ik) + (1.0 - p) * inv_gamma_w
-                        changed = xk != X[i, j]
-                        if changed:
-                            _set(R, X, M, phi, i, j, xk)
-                        j += 1
-                        if changed:
-                            break
-                    k = j
-                if keep >= 0:
-                    for k in range(K):
-                        X_keep[keep, i, k] = X[i, k]
-                    for d in range(R.shape[1]):
-                        R_keep[keep, i, d] = R[i, d]
+@numba.njit(inline="always", fastmath={"reassoc", "contract"})
+def _set(R, X, M, phi, i, k, xk):
+    """x_ik ← xk and r_i ← r_i − (xk − x_ik) m_i ∘ φ_k."""
+    delta = xk - X[i, k]
+    X[i, k] = xk
+    for d in range(R.shape[1]):
+        R[i, d] -= delta * phi[k, d] * M[i, d]
+
+
+@_jit
+def gibbs_sweeps(R, X, M, phi, Q, kappa, half_log, gamma_obs, gamma_w, logit_pi, U, burnin, X_keep, Z, W2,
+                 R_keep):
+    """Blocked Gibbs sweeps on every row's locals (appendix): z_ik with w_ik integrated, then w_ik | z_ik.
+
+    Sweep s, feature k of row i uses ``U[s, i, k]`` for both: z_ik = 1 iff U < p, then
+    w_ik = b/κ + Φ⁻¹(max(U/p, ``V_MIN``))/√κ (inverse CDF; ``local.gibbs_update``); sweeps
+    ``s ≥ burnin`` are kept in ``X_keep``, ``Z`` (E[z_ik | rest]) and ``W2`` (E[w_ik² | rest]),
+    each (samples, B, K), and ``R_keep`` (samples, B, D), the masked residual.  ``kappa`` = A + γ_w
+    and ``half_log`` = ½ log(γ_w/κ) are (B, K).  ``dots`` holds r_i · φ_j for the block of features
+    from ``k``, valid until a feature of the block changes x_ik (see the module docstring).
+    """
+    B, K = X.shape
+    phi_pad = np.zeros((K + BLOCK, phi.shape[1]))
+    phi_pad[:K] = phi
+    dots = np.empty(BLOCK)
+    inv_kappa = np.empty(K)
+    inv_gamma_w = 1.0 / gamma_w
+    for i in range(B):
+        for k in range(K):
+            inv_kappa[k] = 1.0 / kappa[i, k]
+        for s in range(U.shape[0]):
+            keep = s - burnin
+            k = 0
+            while k < K:
+                _dots(R, phi_pad, i, k, dots)
+                end = min(k + BLOCK, K)
+                j = k
+                while j < end:
+                    b = gamma_obs * dots[j - k] + X[i, j] * Q[i, j]
+                    ik = inv_kappa[j]
+                    mean = b * ik
+                    p = 1.0 / (1.0 + math.exp(-(logit_pi[j] + half_log[i, j] + 0.5 * b * mean)))
+                    u = U[s, i, j]
+                    xk = mean + _ndtri(max(u / p, V_MIN)) * math.sqrt(ik) if u < p else 0.0
+                    if keep >= 0:
+                        Z[keep, i, j] = p
+                        W2[keep, i, j] = p * (mean * mean + ik) + (1.0 - p) * inv_gamma_w
+                    changed = xk != X[i, j]
+                    if changed:
+                        _set(R, X, M, phi, i, j, xk)
+                    j += 1
+                    if changed:
+                        break
+                k = j
+            if keep >= 0:
+                for k in range(K):
+                    X_keep[keep, i, k] = X[i, k]
+                for d in range(R.shape[1]):
+                    R_keep[keep, i, d] = R[i, d]

@@ -37,8 +37,8 @@ kind is one entry there (and one in ``svibench.capabilities.conjugate.LOCAL_KIND
 
 The numpy code here is the reference.  ``mean_field``, ``titsias`` and
 ``gibbs`` run the same sweeps compiled (``models.bpfa.kernels``, numba) when
-``kernel=True``, or by default when numba imports (:data:`KERNEL`; set the
-environment variable ``SVIBENCH_BPFA_KERNEL=0`` to default to the reference).
+``kernel=True``, and by default (:data:`KERNEL`; set the environment
+variable ``SVIBENCH_BPFA_KERNEL=0`` to default to the reference).
 Both paths start from the same ``FeatureSweep`` state and consume the same
 random draws.
 
@@ -91,16 +91,12 @@ LOCAL_TOL = 1e-3
 #: Starts of the coordinate ascents whose result depends on the start
 #: (:func:`mean_field`, :func:`titsias_printed`).
 LOCAL_STARTS = ("full", "prior")
-#: Default of the ``kernel`` argument: the compiled sweeps when numba imports, unless SVIBENCH_BPFA_KERNEL=0.
-KERNEL = kernels.AVAILABLE and os.environ.get("SVIBENCH_BPFA_KERNEL", "1") != "0"
+#: Default of the ``kernel`` argument: the compiled sweeps, unless SVIBENCH_BPFA_KERNEL=0.
+KERNEL = os.environ.get("SVIBENCH_BPFA_KERNEL", "1") != "0"
 
 
 def _use_kernel(kernel: bool | None) -> bool:
-    if kernel is None:
-        return KERNEL
-    if kernel and not kernels.AVAILABLE:
-        raise ImportError("kernel=True needs numba (pip install numba)")
-    return bool(kernel)
+    return KERNEL if kernel is None else bool(kernel)
 
 
 def _c(a) -> np.ndarray:

@@ -56,9 +56,9 @@ from svibench.metrics import Metric, metric_table
 from svibench.model import IncompatibleData, Model
 
 from ..gamma_family import MeanFieldGamma
-from . import joint
+from . import joint, kernels
 from .alignment import align_draws, dirichlet_summary, dirichlet_summary_draw, match, summary_words, topics_off
-from .corpus import LOOPS, Chain, Corpus
+from .corpus import Chain, Corpus
 from .evaluation import completion_loglik, elbo, fit_documents
 from .sparse import gibbs_counts, sparse_gibbs_statistics
 
@@ -187,7 +187,7 @@ class LDA(Model):
 
     def chain_sweep(self, state: Chain, rng: np.random.Generator) -> Chain:
         doc, word = self._tokens
-        LOOPS.collapsed_sweep(doc, word, state.z, state.ndk, state.nwk, state.nk, self.alpha, self.eta,
+        kernels.collapsed_sweep(doc, word, state.z, state.ndk, state.nwk, state.nk, self.alpha, self.eta,
                               rng.random(len(doc)))
         return state
 

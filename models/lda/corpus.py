@@ -6,12 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse
 
-from . import kernels, reference
-
-__all__ = ["Corpus", "Chain", "LOOPS"]
-
-#: The local loops: compiled when numba imports, else their plain references.
-LOOPS = kernels if kernels.AVAILABLE else reference
+__all__ = ["Corpus", "Chain"]
 
 
 class Corpus:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from .corpus import LOOPS, Corpus
+from . import kernels
+from .corpus import Corpus
 
 __all__ = ["completion_loglik", "fit_documents", "elbo"]
 
@@ -35,7 +36,7 @@ def fit_documents(corpus: Corpus, weights_vk: np.ndarray, alpha: float, iteratio
     K = weights_vk.shape[1]
     gamma = np.ones((len(indptr) - 1, K))
     accumulate = stats is not None
-    LOOPS.mf_documents(indptr, words, counts, np.ascontiguousarray(weights_vk), float(alpha), gamma,
+    kernels.mf_documents(indptr, words, counts, np.ascontiguousarray(weights_vk), float(alpha), gamma,
                        int(iterations), float(tol), stats if accumulate else np.zeros((1, K)), accumulate)
     return gamma
 

@@ -26,171 +26,171 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
-try:
-    import numba
-except ImportError:  # pragma: no cover - exercised only without numba
-    numba = None
+__all__ = ["mf_documents", "gibbs_documents", "collapsed_sweep", "digamma"]
 
-__all__ = ["AVAILABLE", "mf_documents", "gibbs_documents", "collapsed_sweep", "digamma"]
+_jit = numba.njit(cache=True)
 
-AVAILABLE = numba is not None
 
-if AVAILABLE:
-    _jit = numba.njit(cache=True)
+@_jit
+def digamma(x):
+    """ψ(x) for x > 0: the recurrence ψ(x) = ψ(x + 1) − 1/x up to x ≥ 6, then the asymptotic series
+    (Abramowitz & Stegun 6.3.18) to x⁻¹⁰; absolute error below 1e-11."""
+    shift = 0.0
+    while x < 6.0:
+        shift -= 1.0 / x
+        x += 1.0
+    f = 1.0 / (x * x)
+    tail = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f / 132))))
+    return shift + math.log(x) - 0.5 / x - tail
 
-    @_jit
-    def digamma(x):
-        """ψ(x) for x > 0: the recurrence ψ(x) = ψ(x + 1) − 1/x up to x ≥ 6, then the asymptotic series
-        (Abramowitz & Stegun 6.3.18) to x⁻¹⁰; absolute error below 1e-11."""
-        shift = 0.0
-        while x < 6.0:
-            shift -= 1.0 / x
-            x += 1.0
-        f = 1.0 / (x * x)
-        tail = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f / 132))))
-        return shift + math.log(x) - 0.5 / x - tail
 
-    @_jit
-    def _exp_elog_theta(gamma_d, out):
-        """exp(E[log θ_dk]) = exp(ψ(γ_dk) − ψ(Σ_k γ_dk)) into ``out``."""
-        total = 0.0
-        for k in range(gamma_d.shape[0]):
-            total += gamma_d[k]
-        psi_total = digamma(total)
-        for k in range(gamma_d.shape[0]):
-            out[k] = math.exp(digamma(gamma_d[k]) - psi_total)
+@_jit
+def _exp_elog_theta(gamma_d, out):
+    """exp(E[log θ_dk]) = exp(ψ(γ_dk) − ψ(Σ_k γ_dk)) into ``out``."""
+    total = 0.0
+    for k in range(gamma_d.shape[0]):
+        total += gamma_d[k]
+    psi_total = digamma(total)
+    for k in range(gamma_d.shape[0]):
+        out[k] = math.exp(digamma(gamma_d[k]) - psi_total)
 
-    @_jit
-    def _phinorm(words, lo, hi, weights, et, out):
-        """Σ_k exp(E[log θ_dk]) w_k,v for each nonzero v of the document (φ's normaliser)."""
-        for j in range(lo, hi):
-            row = weights[words[j]]
-            s = 0.0
-            for k in range(et.shape[0]):
-                s += et[k] * row[k]
-            out[j - lo] = s + 1e-100
 
-    @_jit
-    def mf_documents(indptr, words, counts, weights, alpha, gamma, iterations, tol, stats, accumulate):
-        """Mean-field locals of every document of a CSR batch, in place.
+@_jit
+def _phinorm(words, lo, hi, weights, et, out):
+    """Σ_k exp(E[log θ_dk]) w_k,v for each nonzero v of the document (φ's normaliser)."""
+    for j in range(lo, hi):
+        row = weights[words[j]]
+        s = 0.0
+        for k in range(et.shape[0]):
+            s += et[k] * row[k]
+        out[j - lo] = s + 1e-100
 
-        Parameters
-        ----------
-        indptr, words, counts : the batch's CSR arrays (int64, int64, float64).
-        weights : (V, K) exp(E[log β_kv]) (expected view) or β_kv (a draw, or a point estimate).
-        gamma : (B, K) starting γ, overwritten with the fitted q(θ_d) = Dir(γ_d).
-        stats : (V, K) receives Σ_d n_dv φ_dvk when ``accumulate`` (Hoffman et al. 2010, eq. 5).
-        """
-        K = gamma.shape[1]
-        et = np.empty(K)
-        acc = np.empty(K)
-        for d in range(gamma.shape[0]):
-            lo, hi = indptr[d], indptr[d + 1]
-            phinorm = np.empty(hi - lo)
+
+@_jit
+def mf_documents(indptr, words, counts, weights, alpha, gamma, iterations, tol, stats, accumulate):
+    """Mean-field locals of every document of a CSR batch, in place.
+
+    Parameters
+    ----------
+    indptr, words, counts : the batch's CSR arrays (int64, int64, float64).
+    weights : (V, K) exp(E[log β_kv]) (expected view) or β_kv (a draw, or a point estimate).
+    gamma : (B, K) starting γ, overwritten with the fitted q(θ_d) = Dir(γ_d).
+    stats : (V, K) receives Σ_d n_dv φ_dvk when ``accumulate`` (Hoffman et al. 2010, eq. 5).
+    """
+    K = gamma.shape[1]
+    et = np.empty(K)
+    acc = np.empty(K)
+    for d in range(gamma.shape[0]):
+        lo, hi = indptr[d], indptr[d + 1]
+        phinorm = np.empty(hi - lo)
+        _exp_elog_theta(gamma[d], et)
+        _phinorm(words, lo, hi, weights, et, phinorm)
+        for _ in range(iterations):
+            acc[:] = 0.0
+            for j in range(lo, hi):
+                c = counts[j] / phinorm[j - lo]
+                row = weights[words[j]]
+                for k in range(K):
+                    acc[k] += c * row[k]
+            change = 0.0
+            for k in range(K):
+                new = alpha + et[k] * acc[k]
+                change += abs(new - gamma[d, k])
+                gamma[d, k] = new
             _exp_elog_theta(gamma[d], et)
             _phinorm(words, lo, hi, weights, et, phinorm)
-            for _ in range(iterations):
-                acc[:] = 0.0
-                for j in range(lo, hi):
-                    c = counts[j] / phinorm[j - lo]
-                    row = weights[words[j]]
-                    for k in range(K):
-                        acc[k] += c * row[k]
-                change = 0.0
+            if change / K < tol:
+                break
+        if accumulate:
+            for j in range(lo, hi):
+                c = counts[j] / phinorm[j - lo]
+                row = weights[words[j]]
                 for k in range(K):
-                    new = alpha + et[k] * acc[k]
-                    change += abs(new - gamma[d, k])
-                    gamma[d, k] = new
-                _exp_elog_theta(gamma[d], et)
-                _phinorm(words, lo, hi, weights, et, phinorm)
-                if change / K < tol:
-                    break
-            if accumulate:
-                for j in range(lo, hi):
-                    c = counts[j] / phinorm[j - lo]
-                    row = weights[words[j]]
-                    for k in range(K):
-                        stats[words[j], k] += c * et[k] * row[k]
+                    stats[words[j], k] += c * et[k] * row[k]
 
-    @_jit
-    def _draw(c, target):
-        """The index k with c[k−1] ≤ target < c[k] (the inverse-CDF draw; K − 1 past c[K − 2]) given the
-        running sums c of the weights: the number of c[k] ≤ target below K − 1, as c never decreases.
-        A branch-free count that vectorises, where stopping at the first c[k] > target would walk a second
-        add chain; the same index, so the same draws as summing in the scan."""
+
+@_jit
+def _draw(c, target):
+    """The index k with c[k−1] ≤ target < c[k] (the inverse-CDF draw; K − 1 past c[K − 2]) given the
+    running sums c of the weights: the number of c[k] ≤ target below K − 1, as c never decreases.
+    A branch-free count that vectorises, where stopping at the first c[k] > target would walk a second
+    add chain; the same index, so the same draws as summing in the scan."""
+    n = 0
+    for k in range(c.shape[0] - 1):
+        n += c[k] <= target
+    return n
+
+
+@_jit
+def gibbs_documents(indptr, words, counts, weights, alpha, u, burnin, samples, stats):
+    """Mimno et al. (2012)'s sampled locals of every document of a CSR batch.
+
+    Tokens are the nonzeros expanded by their counts, in CSR order.  Each token's
+    topic starts as a draw ∝ w_·v (θ-free; uniforms ``u[0]``); then ``burnin +
+    samples`` sweeps with uniforms ``u[1 + s]``.  ``stats`` (V, K) receives the
+    topic–word counts averaged over the last ``samples`` sweeps.
+    """
+    K = weights.shape[1]
+    c = np.empty(K)
+    ndk = np.empty(K)
+    t = 0
+    for d in range(indptr.shape[0] - 1):
         n = 0
-        for k in range(c.shape[0] - 1):
-            n += c[k] <= target
-        return n
-
-    @_jit
-    def gibbs_documents(indptr, words, counts, weights, alpha, u, burnin, samples, stats):
-        """Mimno et al. (2012)'s sampled locals of every document of a CSR batch.
-
-        Tokens are the nonzeros expanded by their counts, in CSR order.  Each token's
-        topic starts as a draw ∝ w_·v (θ-free; uniforms ``u[0]``); then ``burnin +
-        samples`` sweeps with uniforms ``u[1 + s]``.  ``stats`` (V, K) receives the
-        topic–word counts averaged over the last ``samples`` sweeps.
-        """
-        K = weights.shape[1]
-        c = np.empty(K)
-        ndk = np.empty(K)
-        t = 0
-        for d in range(indptr.shape[0] - 1):
-            n = 0
-            for j in range(indptr[d], indptr[d + 1]):
-                n += int(counts[j])
-            tokens = np.empty(n, np.int64)
-            z = np.empty(n, np.int64)
-            i = 0
-            for j in range(indptr[d], indptr[d + 1]):
-                for _ in range(int(counts[j])):
-                    tokens[i] = words[j]
-                    i += 1
-            ndk[:] = 0.0
+        for j in range(indptr[d], indptr[d + 1]):
+            n += int(counts[j])
+        tokens = np.empty(n, np.int64)
+        z = np.empty(n, np.int64)
+        i = 0
+        for j in range(indptr[d], indptr[d + 1]):
+            for _ in range(int(counts[j])):
+                tokens[i] = words[j]
+                i += 1
+        ndk[:] = 0.0
+        for i in range(n):
+            row = weights[tokens[i]]
+            total = 0.0
+            for k in range(K):
+                total += row[k]
+                c[k] = total
+            z[i] = _draw(c, u[0, t + i] * row.sum())
+            ndk[z[i]] += 1.0
+        for s in range(burnin + samples):
             for i in range(n):
+                ndk[z[i]] -= 1.0
                 row = weights[tokens[i]]
                 total = 0.0
                 for k in range(K):
-                    total += row[k]
+                    total += (alpha + ndk[k]) * row[k]
                     c[k] = total
-                z[i] = _draw(c, u[0, t + i] * row.sum())
+                z[i] = _draw(c, u[1 + s, t + i] * total)
                 ndk[z[i]] += 1.0
-            for s in range(burnin + samples):
+            if s >= burnin:
                 for i in range(n):
-                    ndk[z[i]] -= 1.0
-                    row = weights[tokens[i]]
-                    total = 0.0
-                    for k in range(K):
-                        total += (alpha + ndk[k]) * row[k]
-                        c[k] = total
-                    z[i] = _draw(c, u[1 + s, t + i] * total)
-                    ndk[z[i]] += 1.0
-                if s >= burnin:
-                    for i in range(n):
-                        stats[tokens[i], z[i]] += 1.0 / samples
-            t += n
+                    stats[tokens[i], z[i]] += 1.0 / samples
+        t += n
 
-    @_jit
-    def collapsed_sweep(doc, word, z, ndk, nwk, nk, alpha, eta, u):
-        """One sweep of Griffiths & Steyvers (2004, eq. 5) over every token, in place:
-        p(z_i = k | z₋ᵢ, w) ∝ (n_dk^¬i + α)(n_kw^¬i + η) / (n_k^¬i + Vη)."""
-        K = nk.shape[0]
-        v_eta = nwk.shape[0] * eta
-        c = np.empty(K)
-        for i in range(z.shape[0]):
-            d, w, k = doc[i], word[i], z[i]
-            ndk[d, k] -= 1
-            nwk[w, k] -= 1
-            nk[k] -= 1
-            total = 0.0
-            for k in range(K):
-                total += (ndk[d, k] + alpha) * (nwk[w, k] + eta) / (nk[k] + v_eta)
-                c[k] = total
-            k = _draw(c, u[i] * total)
-            z[i] = k
-            ndk[d, k] += 1
-            nwk[w, k] += 1
-            nk[k] += 1
+
+@_jit
+def collapsed_sweep(doc, word, z, ndk, nwk, nk, alpha, eta, u):
+    """One sweep of Griffiths & Steyvers (2004, eq. 5) over every token, in place:
+    p(z_i = k | z₋ᵢ, w) ∝ (n_dk^¬i + α)(n_kw^¬i + η) / (n_k^¬i + Vη)."""
+    K = nk.shape[0]
+    v_eta = nwk.shape[0] * eta
+    c = np.empty(K)
+    for i in range(z.shape[0]):
+        d, w, k = doc[i], word[i], z[i]
+        ndk[d, k] -= 1
+        nwk[w, k] -= 1
+        nk[k] -= 1
+        total = 0.0
+        for k in range(K):
+            total += (ndk[d, k] + alpha) * (nwk[w, k] + eta) / (nk[k] + v_eta)
+            c[k] = total
+        k = _draw(c, u[i] * total)
+        z[i] = k
+        ndk[d, k] += 1
+        nwk[w, k] += 1
+        nk[k] += 1

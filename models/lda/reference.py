@@ -1,7 +1,7 @@
 """Plain numpy references of the compiled loops in ``models.lda.kernels``.
 
-The same updates, written for reading and checking, not for speed; the model
-uses them only when numba does not import.  Same arguments and the same draws.
+The same updates, written for reading and checking, not for speed: the tests
+check the kernels against them.  Same arguments and the same draws.
 """
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ from scipy.special import digamma
 from svibench.capabilities.conjugate import LocalApprox
 from svibench.capabilities.sparse import LazyGlobal, SparseStatistics
 
-from .corpus import LOOPS, Corpus
+from . import kernels
+from .corpus import Corpus
 
 __all__ = ["gibbs_counts", "sparse_gibbs_statistics"]
 
@@ -26,7 +27,7 @@ def gibbs_counts(indptr: np.ndarray, words: np.ndarray, counts: np.ndarray, weig
     averaged over ``approx.samples`` sweeps after ``approx.burnin`` (``kernels.gibbs_documents``)."""
     stats = np.zeros(weights.shape)
     u = rng.random((1 + approx.burnin + approx.samples, int(counts.sum())))
-    LOOPS.gibbs_documents(indptr, words, counts, weights, alpha, u, approx.burnin, approx.samples, stats)
+    kernels.gibbs_documents(indptr, words, counts, weights, alpha, u, approx.burnin, approx.samples, stats)
     return stats
 
 

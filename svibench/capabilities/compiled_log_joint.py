@@ -10,8 +10,8 @@ draw z, shape (latent_dim,), into ``out``, with ``data`` the tuple of arrays it 
 
 It is the same gradient as :meth:`LogJointGradient.grad_log_joint` (``grad_log_joint(z[None])[0]``);
 the model's tests check the two against each other.  ``compiled_grad_log_joint`` returns None where
-numba is missing or where compiling would not pay (logistic regression's sparse designs), and an
-algorithm then takes its plain numpy steps.
+compiling would not pay (logistic regression's sparse designs), and an algorithm then takes its
+plain numpy steps.
 """
 from __future__ import annotations
 
@@ -37,4 +37,4 @@ class CompiledLogJointGradient(Protocol):
     """A model whose log-joint gradient in z is also given compiled, for fused loops."""
 
     def compiled_grad_log_joint(self) -> CompiledGradient | None:
-        """The full-data gradient kernel, or None (numba missing, or no gain on this problem)."""
+        """The full-data gradient kernel, or None (no gain on this problem)."""

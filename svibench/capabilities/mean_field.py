@@ -142,7 +142,7 @@ UPPER_TAIL = 0.9
 
 
 def _inverse_cdf_scipy(alpha: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """P⁻¹(α, u) (floored at ``tiny``) and its α-derivative from scipy, when numba is missing.
+    """P⁻¹(α, u) (floored at ``tiny``) and its α-derivative from scipy: the reference of the compiled kernel.
 
     ∂_α P is a central difference of ``scipy.special.gammainc`` (of ``gammaincc``
     where u > ``UPPER_TAIL``: there P ≈ 1 and only Q = 1 − P keeps its relative
@@ -165,8 +165,6 @@ def _inverse_cdf_scipy(alpha: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np
 def _inverse_cdf(shape: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """P⁻¹(α, u) for α = ``shape`` broadcast against ``u``, floored at ``tiny``, and ∂/∂α of it."""
     alpha = np.broadcast_to(shape, u.shape)
-    if not gamma_inverse.AVAILABLE:
-        return _inverse_cdf_scipy(alpha, u)
     x, dx = np.empty(u.size), np.empty(u.size)
     shape = np.asarray(shape, dtype=float)  # log Γ and ψ once per factor, not once per draw
     gamma_inverse.inverse_gamma_cdf(
@@ -181,7 +179,7 @@ def gamma_draws(shape: np.ndarray, rate: np.ndarray, u: np.ndarray) -> GammaDraw
     z̃ = P⁻¹(α, u) with P the regularised lower incomplete gamma function,
     z = z̃/β.  Holding u fixed, dz̃/dα = −∂_α P(α, z̃) / p(z̃; α) (implicit
     reparameterisation; Figurnov et al. 2018, eq. 6), computed by the compiled
-    kernel of :mod:`svibench.numerics.gamma_inverse` (scipy without numba).  This is the
+    kernel of :mod:`svibench.numerics.gamma_inverse`.  This is the
     exact reparameterisation gradient (the quantity Knowles 2015 approximates),
     to ~10⁻¹² relative.
 

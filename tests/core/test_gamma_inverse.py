@@ -6,10 +6,7 @@ import pytest
 from scipy.special import digamma, gammaincinv, gammaln
 
 from svibench.numerics import gamma_inverse
-from svibench.capabilities import mean_field
 from svibench.capabilities.mean_field import _inverse_cdf_scipy, gamma_draws
-
-pytestmark = pytest.mark.skipif(not gamma_inverse.AVAILABLE, reason="numba is not installed")
 
 SHAPES = np.array([1e-3, 5e-3, 0.01, 0.05, 0.1, 0.3, 0.7, 1.0, 1.5, 3.0, 7.0, 20.0, 60.0, 200.0, 1e3, 1e4])
 #: Both tails, both sides of u = ½ (where the kernel switches from P to Q) and of scipy's UPPER_TAIL.
@@ -51,17 +48,16 @@ def test_kernel_floors_underflowing_quantiles_like_the_draws():
     np.testing.assert_allclose(x[3:], np.maximum(gammaincinv(alpha[3:], u[3:]), tiny), rtol=1e-11)
 
 
-def test_gamma_draws_take_the_same_values_with_and_without_the_kernel(monkeypatch):
+def test_gamma_draws_match_scipy_with_the_shapes_broadcast_against_the_uniforms():
+    """The kernel's per-factor log Γ(α) and ψ(α), broadcast over the draws, give scipy's values draw by draw."""
     rng = np.random.default_rng(0)
     shape = np.concatenate([0.1 + 0.05 * rng.uniform(size=(7, 3)), 1.0 + 0.5 * rng.uniform(size=(7, 3))], axis=1)
     rate = rng.uniform(0.5, 3.0, size=(7, 6))
     u = rng.uniform(size=(10, 7, 6))
-    fast = gamma_draws(shape, rate, u)
-    monkeypatch.setattr(mean_field.gamma_inverse, "AVAILABLE", False)
-    slow = gamma_draws(shape, rate, u)
-    np.testing.assert_allclose(fast.z, slow.z, rtol=1e-11)
-    np.testing.assert_allclose(fast.dz_dshape, slow.dz_dshape, rtol=1e-7)
-    np.testing.assert_array_equal(fast.dz_drate, -fast.z / rate)
+    draws = gamma_draws(shape, rate, u)
+    x, dx = _inverse_cdf_scipy(np.broadcast_to(shape, u.shape), u)
+    np.testing.assert_allclose(draws.z, x / rate, rtol=1e-11)
+    np.testing.assert_allclose(draws.dz_dshape, dx / rate, rtol=1e-7)
 
 
 def test_kernel_returns_nan_for_an_invalid_shape_or_uniform():

@@ -10,9 +10,6 @@ from svibench.models.bpfa import kernels as bpfa_kernels
 from svibench.models.bpfa.chain import ChainState, point_view, sweep_locals
 from svibench.models.bpfa.local import FeatureSweep, GlobalMoments, gibbs, mean_field, titsias, titsias_printed
 
-pytestmark = pytest.mark.skipif(not bpfa_kernels.AVAILABLE, reason="numba not installed")
-
-
 def _problem(seed, B=37, K=12, D=9, full=False):
     """A sampled-like view with E[φ²] > E[φ]², data from the model, 30% of entries missing (unless ``full``)."""
     rng = np.random.default_rng(seed)
@@ -93,7 +90,6 @@ def test_kernel_leaves_the_sweep_state_consistent():
 
 def test_chain_sweep_is_the_same_on_both_paths():
     """The uncollapsed sampler's local sweep (compiled by default) = one reference Gibbs sweep from its state."""
-    assert bpfa_kernels.AVAILABLE
     view, Y, M = _problem(5)
     state = ChainState(np.exp(view.log_pi), view.phi, view.gamma_w, view.gamma_obs,
                        np.random.default_rng(6).normal(0, 1, (Y.shape[0], view.phi.shape[0])))

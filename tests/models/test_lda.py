@@ -20,9 +20,6 @@ from svibench.models.lda import LDA, kernels, reference
 from svibench.models.lda.corpus import Corpus
 from svibench.models.lda.evaluation import elbo, fit_documents
 
-needs_numba = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba not installed")
-
-
 def _corpus(rng, D=30, V=12, K=3, length=15, alpha=0.2, eta=0.1):
     """A small LDA draw: (counts CSR, true topics)."""
     beta = rng.dirichlet(np.full(V, eta), size=K)
@@ -42,13 +39,11 @@ def _dataset(rng, D=200, D_test=40, V=30, K=3, length=40, alpha=0.2, eta=0.05):
 
 
 # -- compiled loops against the references
-@needs_numba
 def test_digamma_matches_scipy():
     x = np.concatenate([np.geomspace(1e-3, 1e4, 400), [0.01, 0.5, 1.0, 5.999, 6.0, 6.001]])
     np.testing.assert_allclose([kernels.digamma(v) for v in x], digamma(x), rtol=1e-11, atol=1e-11)
 
 
-@needs_numba
 def test_mf_kernel_matches_reference():
     rng = np.random.default_rng(0)
     counts, beta = _corpus(rng)
@@ -65,7 +60,6 @@ def test_mf_kernel_matches_reference():
     assert results[0][1].sum() == pytest.approx(counts.sum())  # Σ_k φ = 1 on every token
 
 
-@needs_numba
 def test_gibbs_kernels_match_reference_draw_for_draw():
     rng = np.random.default_rng(1)
     counts, beta = _corpus(rng)
@@ -117,7 +111,7 @@ def test_mimno_local_sampler_targets_the_collapsed_local_posterior():
     stats = np.zeros((V, K))
     u = rng.random((1 + 20 + samples, corpus.n_tokens))
     fit = np.zeros_like(stats)
-    (kernels if kernels.AVAILABLE else reference).gibbs_documents(*corpus.arrays(), weights, 0.3, u, 20, samples, fit)
+    kernels.gibbs_documents(*corpus.arrays(), weights, 0.3, u, 20, samples, fit)
     exact = _exact_local(np.repeat(np.arange(V), [2, 1, 2]), weights, 0.3, K)
     np.testing.assert_allclose(fit, exact, atol=0.03)
     assert np.abs(exact - exact[:, ::-1]).max() > 0.2  # the statistic is not symmetric: a wrong sampler would show

@@ -70,7 +70,6 @@ def test_a_permuted_q_scores_as_the_unpermuted_and_the_reference_itself_scores_z
     assert accuracy(q.mean, q.cov, reference.mean, reference.cov)["ref_mean_error"] > 1.0
 
 
-@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba not installed")
 def test_the_collapsed_gibbs_reference_finds_the_true_topics_and_its_chains_agree_after_relabelling():
     model = _model()
     settings = SamplerSettings(chains=3, warmup=100, draws=300, thin=2, seed=5)
@@ -120,7 +119,6 @@ def _merged_and_split(state: Chain, a: int, b: int, c: int, rng: np.random.Gener
     return Chain(state.z, state.ndk, nwk, nwk.sum(axis=0), None)
 
 
-@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba not installed")
 def test_the_mean_error_of_a_chain_from_another_seed_is_under_one_sd_unless_it_is_in_another_mode():
     """What ruled out a defect when the collapsed Gibbs run scored ~28 sds on lda/synthetic (it was in a local mode,
     two topics off): against a diagonal-only reference of three chains, an independent chain's conditional mean
