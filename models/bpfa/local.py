@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -144,7 +144,7 @@ class LocalMoments:
     x_ik = z_ik w_ik; within one draw features are independent (cross moments
     are products of ``X``).  Statistics average over the S draws.
 
-    ``R`` (S, B, D), when the local routine kept it (Gibbs), is each draw's masked residual
+    ``R`` (S, B, D), when the local routine kept it (Gibbs, the compiled coordinate ascent), is each draw's masked residual
     m ∘ (y − x Φ) at the view's E[φ], which the eq. 7 statistics would otherwise recompute.
     """
 
@@ -163,7 +163,9 @@ class FactorQ:
     "titsias": q(w_ik | z_ik = 0) = N(0, 1/γ_w), the prior (eq. 11);
     "titsias-printed": the Titsias q, fitted to the appendix's printed objective
     (:func:`titsias_printed`).
-    In the paper's parametrisation m = ν/κ and v = 1/κ.
+    In the paper's parametrisation m = ν/κ and v = 1/κ.  ``residual`` (B, D), when the fit kept it (the
+    compiled sweeps do), is m ∘ (y − E[x] E[Φ]) at the fitted q, which the eq. 7 statistics would otherwise
+    recompute (:class:`LocalMoments` ``R``).
     """
 
     kind: str
@@ -171,10 +173,12 @@ class FactorQ:
     mean_w: np.ndarray
     var_w: np.ndarray
     gamma_w: float
+    residual: np.ndarray | None = None
 
     def rows(self, rows: slice | np.ndarray) -> FactorQ:
         """The q of the rows selected."""
-        return FactorQ(self.kind, self.theta[rows], self.mean_w[rows], self.var_w[rows], self.gamma_w)
+        residual = None if self.residual is None else self.residual[rows]
+        return FactorQ(self.kind, self.theta[rows], self.mean_w[rows], self.var_w[rows], self.gamma_w, residual)
 
     @property
     def spec(self) -> FactorKind:
@@ -185,7 +189,8 @@ class FactorQ:
         slab2 = self.mean_w**2 + self.var_w
         x2 = self.theta * slab2
         w2 = x2 + (1.0 - self.theta) / self.gamma_w if self.spec.prior_off else slab2
-        return LocalMoments((self.theta * self.mean_w)[None], x2[None], self.theta[None], w2[None])
+        R = None if self.residual is None else self.residual[None]
+        return LocalMoments((self.theta * self.mean_w)[None], x2[None], self.theta[None], w2[None], R)
 
 
 class FeatureSweep:
@@ -376,7 +381,7 @@ def _coordinate_ascent(view, Y, M, kind: FactorKind, max_sweeps, tol, kernel, st
         kernels.factor_sweeps(kind.mode, sweep.R, sweep.X, _c(M), _c(view.phi), sweep.A, sweep.Q,
                               sweep.half_log if kind.collapsed else sweep.A, float(view.gamma_obs),
                               float(view.gamma_w), _c(view.logit_pi), q.theta, q.mean_w, q.var_w, max_sweeps, tol)
-        return q
+        return replace(q, residual=sweep.R)
     for i in range(B):  # the reference: each row its own coordinate ascent, vectorised over nothing
         sweep, row = FeatureSweep(view, Y[i:i + 1], M[i:i + 1], np.zeros((1, K))), FactorQ(
             kind.name, q.theta[i:i + 1], q.mean_w[i:i + 1], q.var_w[i:i + 1], view.gamma_w)
