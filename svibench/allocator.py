@@ -5,9 +5,9 @@ trims the heap whenever its free top grows past the trim threshold (by default t
 which starts at 128 KiB and follows the largest block freed).  An algorithm that allocates a few
 megabytes of temporaries per step, frees them and allocates them again then pays a page fault for every
 page of them at every step: system CPU time, on the algorithm's clock, that says nothing about the
-algorithm.  Measured on BPFA at B = K = 250, D = 64 (``benchmarks/bench_bpfa.py``, CPU ms per step,
-before → after): Gibbs-SSVI 18.6 → 14.3, Mimno-SVI 16.9 → 12.5; the mean-field steps, whose temporaries are
-smaller, did not move.
+algorithm.  Measured on BPFA at B = K = 250, D = 64 (the state of ``benchmarks/bench_bpfa.py``, median CPU ms
+per step, two processes of one commit alternating, default → fixed thresholds): Gibbs-SSVI 15.8 → 11.7,
+Mimno-SVI 14.3 → 9.9; the mean-field and Titsias steps, whose temporaries are smaller, within 1%.
 
 :func:`keep_freed_memory` fixes the thresholds instead (``mallopt``): blocks up to :data:`MMAP_THRESHOLD`
 come from the heap, and the heap keeps up to :data:`TRIM_THRESHOLD` of free memory.  The runner calls it

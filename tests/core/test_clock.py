@@ -18,7 +18,7 @@ from svibench.spec import Budget, Checkpoints, ProblemSpec, RunSpec
 GMM = ProblemSpec("gmm/clock", "gmm", "gmm-synthetic", {"components": 3}, {"n": 600, "n_test": 100, "components": 3})
 
 #: The child: pinned to one CPU, it makes the same VMP run (~1.1 s of CPU) alone, then with a busy
-#: loop pinned to the same CPU (it inherits the child's affinity, and ends when the child does).
+#: loop pinned to the same CPU (it inherits the child's affinity, and ends when the child does), twice.
 CHILD = """
 import json, os, subprocess, sys, time
 os.sched_setaffinity(0, {int(sys.argv[1])})
@@ -27,6 +27,7 @@ from svibench.spec import Budget, Checkpoints, ProblemSpec, RunSpec
 
 problem = ProblemSpec("gmm/busy", "gmm", "gmm-synthetic", {"components": 5}, {"n": 20000, "n_test": 500, "components": 5})
 spec = RunSpec("clock", problem, "vmp", "VMP", {}, 0, Budget(iterations=150), Checkpoints(count=5))
+REPEATS = 2
 BUSY = "import os\\nparent = os.getppid()\\nwhile os.getppid() == parent:\\n    for _ in range(10**6):\\n        pass"
 
 def run():
@@ -34,14 +35,19 @@ def run():
     assert ds.attrs["status"] == "ok", ds.attrs["message"]
     return {var: ds[var].values.tolist() for var in ("time", "wall_time", "elbo")}
 
-alone = run()
-busy = subprocess.Popen([sys.executable, "-c", BUSY])
-try:
-    time.sleep(0.3)  # the loop is spinning
-    loaded = run()
-finally:
-    busy.kill()
-    busy.wait()
+def loaded_run():
+    busy = subprocess.Popen([sys.executable, "-c", BUSY])
+    try:
+        time.sleep(0.3)  # the loop is spinning
+        return run()
+    finally:
+        busy.kill()
+        busy.wait()
+
+alone, loaded = [], []
+for _ in range(REPEATS):  # alternated, so that load from outside the test falls on both
+    alone.append(run())
+    loaded.append(loaded_run())
 print(json.dumps({"alone": alone, "loaded": loaded}))
 """
 
@@ -75,16 +81,20 @@ def test_time_is_the_cpu_clock_and_wall_time_the_wall_clock_over_init_and_steps_
 def test_a_competing_busy_process_moves_wall_time_but_not_cpu_time():
     """One CPU shared with a busy loop: the run gets about half of it, so its wall time is about twice
     the time alone (asserted > 1.5x); its CPU time stays within 25% (measured: +9% to +13%, what sharing
-    a core costs in caches and context switches).  A wall-clock runner fails this."""
+    a core costs in caches and context switches).  A wall-clock runner fails this.  Each is run twice,
+    alternated, and the fastest of each is compared: load from outside the test (other processes on
+    this CPU) only ever adds time, and once it pushed a single loaded run to +28%."""
     cpu = max(os.sched_getaffinity(0))
-    out = subprocess.run([sys.executable, "-c", CHILD, str(cpu)], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", CHILD, str(cpu)], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr
     runs = json.loads(out.stdout.strip().splitlines()[-1])
-    alone, loaded = runs["alone"], runs["loaded"]
-    assert loaded["elbo"] == alone["elbo"]  # the same run, checkpoint for checkpoint
+    alone, loaded = ({var: np.min([r[var] for r in runs[name]], axis=0) for var in ("time", "wall_time")}
+                     for name in ("alone", "loaded"))
+    for run in runs["loaded"] + runs["alone"][1:]:
+        assert run["elbo"] == runs["alone"][0]["elbo"]  # the same run, checkpoint for checkpoint
     assert alone["time"][-1] > 0.5  # long enough for the load to show
-    late = np.asarray(alone["time"]) >= 0.25  # the checkpoints past the first few milliseconds
-    np.testing.assert_allclose(np.asarray(loaded["time"])[late], np.asarray(alone["time"])[late], rtol=0.25)
+    late = alone["time"] >= 0.25  # the checkpoints past the first few milliseconds
+    np.testing.assert_allclose(loaded["time"][late], alone["time"][late], rtol=0.25)
     assert loaded["wall_time"][-1] > 1.5 * alone["wall_time"][-1]
 
 
