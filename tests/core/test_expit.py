@@ -1,0 +1,29 @@
+"""The compiled logistic function (svibench.numerics.expit) against scipy's, over the whole line."""
+import numpy as np
+from scipy.special import expit as scipy_expit
+
+from svibench.numerics.expit import X_MAX, X_MIN, expit, expit_all
+
+
+def _grid():
+    rng = np.random.default_rng(0)
+    edges = np.array([X_MIN, X_MAX, np.nextafter(X_MAX, 0), np.nextafter(X_MAX, np.inf), 0.0, -0.0, 1e-300, -1e-300])
+    return np.concatenate([rng.uniform(-800, 800, 200_000), rng.uniform(-40, 40, 200_000), rng.normal(0, 1, 50_000),
+                           -edges, edges, np.arange(-760, 760, 0.5)])
+
+
+def test_agrees_with_scipy_to_a_few_ulp_everywhere():
+    t = _grid()
+    got = t.copy()
+    expit_all(got)
+    want = scipy_expit(t)
+    np.testing.assert_array_equal(got == 0, want == 0)
+    np.testing.assert_array_equal(got == 1, want == 1)
+    np.testing.assert_allclose(got, want, rtol=4 * np.finfo(float).eps, atol=0)
+    assert np.all(np.array([expit(x) for x in t[:1000]]) == got[:1000])  # the scalar and the loop agree
+
+
+def test_infinities_and_nan():
+    t = np.array([np.inf, -np.inf, np.nan])
+    expit_all(t)
+    assert t[0] == 1.0 and t[1] == 0.0 and np.isnan(t[2])
