@@ -9,16 +9,7 @@ blocked Gibbs step), reorganised for speed without changing the maths:
   and each row sweeps its features with its residual r_i (D values) kept in
   cache — one dot product and, when x_ik changed, one axpy per (row, feature)
   instead of several numpy calls per feature; the axpy and the next feature's
-  dot product share one pass over r_i (~20% faster).  The coordinate-ascent
-  kernel takes features in pairs (k, k + 1): one pass applies both updates and
-  takes the next pair's two products and their masked product
-  g = Σ_d m_id φ_kd φ_k+1,d, and the second feature's product follows from the
-  first's update as r_i · φ_k+1 − δ_k g.  A pass then loads r_i, m_i and four
-  rows of φ for two features instead of eight arrays (MF local step at
-  B = K = 250, D = 64: 5.5–5.6 → 4.8–5.2 ms; Titsias 5.5–5.8 → 5.1–5.2).  Each feature's
-  θ_ik = σ(·) of the 8 lanes is taken at once, in SIMD registers
-  (``svibench.numerics.expit``), rather than by 8 calls of the C library's exp
-  (4.9–5.8 → 4.3–5.1 ms).  Single-threaded: splitting
+  dot product share one pass over r_i (~20% faster).  Single-threaded: splitting
   rows over threads with ``prange`` gave no gain on the 2-core machine, and
   numba's default threading layer must not be entered from two threads at once
   (as in a multi-threaded Dask worker);
@@ -31,6 +22,15 @@ blocked Gibbs step), reorganised for speed without changing the maths:
   (asv MF local step at B = K = 250: 9.0 → 6.6–6.9 ms).  A row that stops hands its
   lane to the next row at the end of the sweep.  A row's result does not depend
   on the rows beside it;
+* it takes features in pairs (k, k + 1): one pass applies both updates and takes
+  the next pair's two products and their masked product g = Σ_d m_id φ_kd φ_k+1,d;
+  the second feature's product follows from the first's update as
+  r_i · φ_k+1 − δ_k g.  A pass then loads r_i, m_i and four rows of φ for two
+  features instead of eight arrays (MF local step at B = K = 250, D = 64:
+  5.5–5.6 → 4.8–5.2 ms; Titsias 5.5–5.8 → 5.1–5.2);
+* and it takes each feature's θ_ik = σ(·) for the 8 lanes at once, in SIMD
+  registers (``svibench.numerics.expit``), rather than by 8 calls of the C
+  library's exp (4.9–5.8 → 4.3–5.1 ms);
 * the Gibbs kernel computes the dot products r_i · φ_j of ``BLOCK`` features in one pass
   over r_i (one load of r_i for eight products).  A draw leaves x_ik, and so r_i, unchanged
   for most features (x_ik = 0 before and after: 96% of updates at B = K = 250), so the
