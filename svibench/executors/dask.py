@@ -21,7 +21,7 @@ from ..runner import execute
 from ..spec import RunSpec
 from .base import ExecutorError, OnProgress, StepReporter, finished, ignore, lost_run, pinned_threads
 
-__all__ = ["run_dask", "dask_slots", "local_cluster", "execute_on_dask", "profiler_paused"]
+__all__ = ["run_dask", "dask_slots", "local_cluster", "execute_on_dask", "profiler_paused", "dask_setup"]
 
 #: glibc mallopt parameters, and the value svibench sets in Dask workers (128 MiB).
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _MALLOC_THRESHOLD = -1, -3, 128 * 2**20
@@ -117,6 +117,26 @@ def execute_on_dask(spec: RunSpec, topic: str | None = None) -> xr.Dataset:
         return execute(spec, on_step=on_step)
 
 
+def dask_setup(worker) -> None:
+    """Dask's preload hook (:func:`local_cluster`): pay, as the worker starts, what any run pays once per process.
+
+    That is the registry (built-in algorithms and models imported), xarray's first Dataset (with dask installed
+    it imports ``dask.array`` to recognise dask arrays) and threadpoolctl's first scan of the loaded libraries.
+    In a fresh worker they made the first run ~0.5 s longer than the next (measured on the short runs of issue 33):
+    a fixed cost in a sweep's wall clock on 1 worker as on 2, which with 48 runs of ~0.15 s alone kept 2 workers
+    under ~1.85× of 1.
+    """
+    import numpy as np
+
+    from ..clock import one_thread
+    from ..registry import get_registry
+
+    get_registry()
+    xr.Dataset({"warm_up": ("checkpoint", np.zeros(1))})
+    with one_thread():
+        pass
+
+
 def _run_event(message: dict) -> RunEvent:
     """The :class:`RunEvent` a worker logged (the scheduler adds keys of its own, e.g. ``worker``)."""
     return RunEvent(**{f.name: message[f.name] for f in fields(RunEvent)})
@@ -161,8 +181,8 @@ def dask_slots(address: str, connect_timeout: float = 5.0) -> int:
 
 def local_cluster(workers: int, memory_limit: int | None = None):
     """A Dask ``LocalCluster`` of ``workers`` single-threaded processes (BLAS pinned to one thread, no dashboard,
-    ``memory_limit`` bytes each or Dask's default) whose workers import this module as they start (a preload), so
-    that svibench's imports are part of the cluster's start and not of its first runs."""
+    ``memory_limit`` bytes each or Dask's default) whose workers import this module as they start (a preload) and
+    run :func:`dask_setup`, so that svibench's imports are part of the cluster's start and not of its first runs."""
     with pinned_threads(1):
         return _distributed().LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                            dashboard_address=None, memory_limit=memory_limit or "auto",

@@ -306,6 +306,22 @@ def test_a_dask_sweep_is_not_the_default_dask_scheduler_so_its_run_files_are_wri
         assert [ds.attrs["status"] for ds in run_dask(study.runs[:1], workers=1)] == ["ok"]  # a LocalCluster of its own
 
 
+def test_a_local_clusters_workers_pay_the_first_runs_imports_as_they_start():
+    """A fresh worker's first run took ~0.5 s longer than the next (registry, xarray importing dask.array,
+    threadpoolctl's scan): in a sweep of short runs a cost the cluster's start must pay instead (issue 33)."""
+    from svibench.executors.dask import _client, local_cluster
+
+    def warmed():
+        import sys
+
+        from svibench.registry import get_registry
+
+        return "dask.array" in sys.modules and get_registry.cache_info().currsize > 0
+
+    with local_cluster(1) as cluster, _client(cluster) as client:
+        assert list(client.run(warmed).values()) == [True]
+
+
 def test_dask_workers_get_ordinary_allocator_settings():
     """Dask's MALLOC_TRIM_THRESHOLD_=65536 made numpy runs ~3x slower in workers (measured); the task undoes it."""
     import platform
