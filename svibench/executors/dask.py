@@ -1,14 +1,20 @@
 """The Dask executor: an existing scheduler (``address``) or a ``LocalCluster`` of
 single-threaded worker processes.
 
-Runs are independent tasks (``pure=False``, the run id in the key, ``retries``
-on lost workers); a run pauses the worker's profiler and undoes its allocator
-trimming, so it times as in a local worker.  Progress within a run travels as
-Dask events (``Worker.log_event`` → ``Client.subscribe_topic``).
+Runs travel in chunks, each a task (``pure=False``, ``retries`` on lost workers): a
+chunk makes its runs one after the other and returns them together, which costs the
+scheduler, the client and the worker one task instead of one per run (:func:`chunks`:
+large chunks first, single runs last, so the workers end together; a chunk starts no
+run after :data:`CHUNK_SECONDS`, so finished runs reach disk within about that delay).
+A run pauses the worker's profiler and undoes its allocator trimming, so it times as
+in a local worker.  Progress within a run travels as Dask events
+(``Worker.log_event`` → ``Client.subscribe_topic``).
 """
 from __future__ import annotations
 
+import itertools
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import asdict, fields
@@ -21,7 +27,15 @@ from ..runner import execute
 from ..spec import RunSpec
 from .base import ExecutorError, OnProgress, StepReporter, finished, ignore, lost_run, pinned_threads
 
-__all__ = ["run_dask", "dask_slots", "local_cluster", "execute_on_dask", "profiler_paused", "dask_setup"]
+__all__ = ["run_dask", "dask_slots", "local_cluster", "execute_on_dask", "execute_chunk", "chunks", "profiler_paused",
+           "dask_setup"]
+
+#: Seconds after which a chunk of runs starts no other run and returns those it made (the rest go in a new chunk):
+#: how long a finished run may wait in its worker before it reaches the client and the disk, besides the runs of
+#: that chunk still running.
+CHUNK_SECONDS = 1.0
+#: Chunks per worker thread the runs are first cut into; the larger, the more tasks and the better balanced.
+CHUNKS_PER_SLOT = 4
 
 #: glibc mallopt parameters, and the value svibench sets in Dask workers (128 MiB).
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _MALLOC_THRESHOLD = -1, -3, 128 * 2**20
@@ -118,6 +132,30 @@ def execute_on_dask(spec: RunSpec, topic: str | None = None) -> xr.Dataset:
         return execute(spec, on_step=on_step)
 
 
+def execute_chunk(specs: Sequence[RunSpec], topic: str | None = None,
+                  seconds: float = CHUNK_SECONDS) -> tuple[list[xr.Dataset], list[RunSpec]]:
+    """The Dask task of a chunk of runs: :func:`execute_on_dask` of each in order, starting none once ``seconds`` have
+    passed since the first started; returns the finished runs and those not started."""
+    start, done = time.monotonic(), []
+    for i, spec in enumerate(specs):
+        if done and time.monotonic() - start >= seconds:
+            return done, list(specs[i:])
+        done.append(execute_on_dask(spec, topic))
+    return done, []
+
+
+def chunks(specs: Sequence[RunSpec], slots: int) -> list[list[RunSpec]]:
+    """``specs`` cut in order into chunks of decreasing size (guided scheduling): each holds a
+    ``CHUNKS_PER_SLOT × slots``-th of the runs not yet cut, at least one, so the last chunks are single runs and
+    the workers end together; e.g. 48 runs on 2 slots give 25 chunks, 6, 5, 4, 4, 3, 3, 2, 2, 2, 2 and 15 × 1."""
+    out, rest = [], list(specs)
+    while rest:
+        size = max(1, len(rest) // (CHUNKS_PER_SLOT * max(1, slots)))
+        out.append(rest[:size])
+        rest = rest[size:]
+    return out
+
+
 def dask_setup(worker) -> None:
     """Dask's preload hook (:func:`local_cluster`): pay, as the worker starts, what any run pays once per process.
 
@@ -177,7 +215,11 @@ def dask_slots(address: str, connect_timeout: float = 5.0) -> int:
     fails before any work when the address is wrong.
     """
     with _connect(address, connect_timeout) as client:
-        return sum(w["nthreads"] for w in client.scheduler_info()["workers"].values())
+        return _slots(client)
+
+
+def _slots(client) -> int:
+    return sum(w["nthreads"] for w in client.scheduler_info()["workers"].values())
 
 
 #: Dask settings of the processes of :func:`local_cluster`, whose monitoring nobody watches (it has no dashboard):
@@ -203,6 +245,39 @@ def local_cluster(workers: int, memory_limit: int | None = None):
     with pinned_threads(1), dask.config.set(QUIET_CLUSTER):
         return distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                         dashboard_address=None, memory_limit=memory_limit or "auto", preload=[__name__])
+
+
+def _completed_runs(client, specs: Sequence[RunSpec], name: str, retries: int,
+                    on_progress: OnProgress) -> Iterator[xr.Dataset]:
+    """Submit ``specs`` in :func:`chunks` and yield each run as its chunk returns; a chunk's unstarted runs go in
+    a new chunk, and the runs of a chunk lost after its retries each go in a chunk of their own (which of them
+    killed the worker is unknown), so only a run lost alone is recorded ``failed``."""
+    distributed, count = _distributed(), itertools.count()
+    pending, chunk_of = distributed.as_completed(loop=client.loop), {}
+
+    def submit(chunk: list[RunSpec]) -> None:
+        key = f"{name}-runs-{chunk[0].run_id}-{next(count)}"
+        future = client.submit(execute_chunk, chunk, f"{name}-progress", key=key, pure=False, retries=retries)
+        chunk_of[future] = chunk
+        pending.add(future)
+
+    for chunk in chunks(specs, _slots(client)):
+        submit(chunk)
+    for future in pending:
+        chunk = chunk_of.pop(future)
+        try:
+            done, rest = future.result()
+        except Exception as exc:  # KilledWorker and friends: the runs, not the sweep, are lost
+            if len(chunk) > 1:
+                for spec in chunk:
+                    submit([spec])
+                continue
+            reason = f"dask task lost ({type(exc).__name__}: {exc}) after {retries} retries"
+            done, rest = [lost_run(chunk[0], reason)], []
+        if rest:
+            submit(rest)
+        for ds in done:
+            yield finished(ds, on_progress)
 
 
 def run_dask(
@@ -235,7 +310,6 @@ def run_dask(
         at its end (from the client's event thread for the former).
     """
     on_progress = on_progress or ignore
-    distributed = _distributed()
     cluster = None
     if address:
         if memory_limit:
@@ -245,22 +319,11 @@ def run_dask(
     else:
         cluster = local_cluster(max(1, min(workers, len(specs))), memory_limit)
         client = _client(cluster)
-    token = uuid.uuid4().hex[:8]
-    topic = f"svibench-progress-{token}"
+    name = f"svibench-{uuid.uuid4().hex[:8]}"  # of this sweep's tasks and progress events
+    topic = f"{name}-progress"
     client.subscribe_topic(topic, lambda event: on_progress(_run_event(event[1])))
     try:
-        futures = {
-            client.submit(execute_on_dask, spec, topic, key=f"svibench-run-{spec.run_id}-{token}", pure=False,
-                          retries=retries): spec
-            for spec in specs
-        }
-        for future in distributed.as_completed(futures, loop=client.loop):
-            spec = futures[future]
-            try:
-                ds = future.result()
-            except Exception as exc:  # KilledWorker and friends: the run, not the sweep, is lost
-                ds = lost_run(spec, f"dask task lost ({type(exc).__name__}: {exc}) after {retries} retries")
-            yield finished(ds, on_progress)
+        yield from _completed_runs(client, specs, name, retries, on_progress)
     finally:
         client.unsubscribe_topic(topic)
         client.close()
