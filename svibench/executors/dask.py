@@ -162,8 +162,8 @@ def dask_setup(worker) -> None:
     That is the registry (built-in algorithms and models imported), xarray's first Dataset (with dask installed
     it imports ``dask.array`` to recognise dask arrays) and threadpoolctl's first scan of the loaded libraries.
     In a fresh worker they made the first run ~0.5 s longer than the next (measured on the short runs of issue 33):
-    a fixed cost in a sweep's wall clock on 1 worker as on 2, which with 48 runs of ~0.15 s alone kept 2 workers
-    under ~1.85× of 1.
+    a fixed cost in a sweep's wall clock on 1 worker as on 2, which with 48 runs of ~0.15 s alone would keep 2
+    workers under ~1.85× of 1.
     """
     import numpy as np
 
@@ -290,7 +290,7 @@ def run_dask(
     connect_timeout: float = 5.0,
     on_progress: OnProgress | None = None,
 ) -> Iterator[xr.Dataset]:
-    """Run ``specs`` as Dask tasks, yielding each run's Dataset as it completes.
+    """Run ``specs`` as Dask tasks (in chunks, see the module), yielding each run's Dataset as it completes.
 
     Parameters
     ----------
@@ -299,8 +299,9 @@ def run_dask(
         ``LocalCluster`` of ``workers`` single-threaded processes is started
         (and closed at the end), never more than there are runs (:func:`local_cluster`).
     retries : int
-        Dask retries of a task whose worker was lost; after that the run is
-        recorded ``failed`` with the reason.
+        Dask retries of a chunk whose worker was lost; after that its runs are
+        made again one per task, and a run lost alone is recorded ``failed``
+        with the reason.
     memory_limit : int, optional
         Bytes per worker of the ``LocalCluster`` (Dask's nanny restarts a worker
         over it; its run is then retried, then recorded ``failed``).  A running
