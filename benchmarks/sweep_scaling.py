@@ -5,11 +5,12 @@
 Two study shapes: ``short``, many short runs (48 runs of ~0.15 s CPU: what a sweep spends besides its
 algorithms shows), and ``long``, few long runs (4 runs of ~8 s CPU).  Each sweep writes its results to a
 temporary folder through :func:`svibench.sweep.run_study`, as ``svibench run`` does.  Dask's ``LocalCluster``
-is started before the clock and timed apart (``start``).  Per sweep it prints the wall seconds, the CPU
-seconds of this process (the sweep's parent: results, manifest, Dask's client and scheduler) and of its finished
-children (workers, Dask's nannies), the runs' algorithm CPU (algorithm and warm-up, from the results), the CPU
-per run that is not algorithm time (evaluation, starting workers, imports, loading, passing and writing results),
-and the speedup of N workers over 1.  Wall-clock speedups need a quiet machine: the load average (``uptime``) is printed before and after.
+is started before the clock and timed apart (``start``: its wall seconds, and ``start cpu``: the CPU seconds its
+worker processes spent starting, i.e. importing svibench, left out of the children's CPU).  Per sweep it prints
+the wall seconds, the CPU seconds of this process (the sweep's parent: results, manifest, Dask's client, scheduler
+and nannies) and of its finished children (workers), the runs' algorithm CPU (algorithm and warm-up, from the
+results), the CPU per run that is not algorithm time (evaluation, starting local workers, loading, passing and
+writing results), and the speedup of N workers over 1.  Wall-clock speedups need a quiet machine: the load average (``uptime``) is printed before and after.
 Not an asv benchmark (asv times one process); it lives here to sit beside them.
 """
 from __future__ import annotations
@@ -37,6 +38,17 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _cluster_cpu() -> float:
+    """CPU seconds so far of this process's child processes still running (a LocalCluster's workers)."""
+    import psutil  # comes with dask.distributed
+
+    def cpu(process) -> float:
+        times = process.cpu_times()
+        return times.user + times.system
+
+    return sum(cpu(child) for child in psutil.Process().children(recursive=True))
+
+
 def _load() -> str:
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -49,14 +61,14 @@ def sweep(shape: str, executor: str, workers: int) -> dict:
     from svibench.sweep import run_study
 
     study = parse_study(SHAPES[shape])
-    cluster, start = None, 0.0
+    cluster, start, start_cpu = None, 0.0, 0.0
     run = partial(run_local, workers=workers)
     if executor == "dask":
         from svibench.executors.dask import local_cluster
 
         t = time.perf_counter()
         cluster = local_cluster(workers)  # the cluster run_dask starts without an address
-        start = time.perf_counter() - t
+        start, start_cpu = time.perf_counter() - t, _cluster_cpu()
         run = partial(run_dask, address=cluster.scheduler_address)
     with tempfile.TemporaryDirectory() as out:
         cpu, children, wall = time.process_time(), _children_cpu(), time.perf_counter()
@@ -65,12 +77,13 @@ def sweep(shape: str, executor: str, workers: int) -> dict:
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         if cluster is not None:
             cluster.close()  # its workers' CPU counts once they are reaped
-        children = _children_cpu() - children
+        children = _children_cpu() - children - start_cpu
         ds = open_results(out)
         own = float((ds["time"].max("checkpoint") + ds["warmup_seconds"]).sum())
     assert set(result.statuses.values()) == {"ok"}, result.statuses
     runs = len(study.runs)
-    return {"shape": shape, "executor": executor, "workers": workers, "runs": runs, "start": start, "wall": wall,
+    return {"shape": shape, "executor": executor, "workers": workers, "runs": runs, "start": start,
+            "start_cpu": start_cpu, "wall": wall,
             "cpu": cpu, "children": children, "own": own, "overhead": (cpu + children - own) / runs}
 
 
@@ -82,16 +95,16 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     print(f"load average before: {_load()} ({os.cpu_count()} cores)")
-    print(f"{'shape':<6} {'executor':<8} {'workers':>7} {'runs':>5} {'start s':>8} {'wall s':>8} {'cpu s':>7} "
-          f"{'children s':>10} {'algorithm s':>11} {'not alg./run s':>14} {'speedup':>8}")
+    print(f"{'shape':<6} {'executor':<8} {'workers':>7} {'runs':>5} {'start s':>8} {'start cpu s':>11} {'wall s':>8} "
+          f"{'cpu s':>7} {'children s':>10} {'algorithm s':>11} {'not alg./run s':>14} {'speedup':>8}")
     for executor in args.executors:  # local first: a Dask cluster leaves threads behind, and then local spawns
         for shape in args.shapes:
             first = None
             for workers in args.workers:
                 r = sweep(shape, executor, workers)
                 first = first or r
-                print(f"{shape:<6} {executor:<8} {workers:>7} {r['runs']:>5} {r['start']:>8.2f} {r['wall']:>8.2f} "
-                      f"{r['cpu']:>7.2f} {r['children']:>10.2f} {r['own']:>11.2f} {r['overhead']:>14.3f} "
+                print(f"{shape:<6} {executor:<8} {workers:>7} {r['runs']:>5} {r['start']:>8.2f} {r['start_cpu']:>11.2f} "
+                      f"{r['wall']:>8.2f} {r['cpu']:>7.2f} {r['children']:>10.2f} {r['own']:>11.2f} {r['overhead']:>14.3f} "
                       f"{first['wall'] / r['wall']:>7.2f}x", flush=True)
     print(f"load average after: {_load()}")
 

@@ -1,14 +1,20 @@
 """The Dask executor: an existing scheduler (``address``) or a ``LocalCluster`` of
 single-threaded worker processes.
 
-Runs are independent tasks (``pure=False``, the run id in the key, ``retries``
-on lost workers); a run pauses the worker's profiler and undoes its allocator
-trimming, so it times as in a local worker.  Progress within a run travels as
-Dask events (``Worker.log_event`` → ``Client.subscribe_topic``).
+Runs travel in chunks, each a task (``pure=False``, ``retries`` on lost workers): a
+chunk makes its runs one after the other and returns them together, which costs the
+scheduler, the client and the worker one task instead of one per run (:func:`chunks`:
+large chunks first, single runs last, so the workers end together; a chunk starts no
+run after :data:`CHUNK_SECONDS`, so finished runs reach disk within about that delay).
+A run pauses the worker's profiler and undoes its allocator trimming, so it times as
+in a local worker.  Progress within a run travels as Dask events
+(``Worker.log_event`` → ``Client.subscribe_topic``).
 """
 from __future__ import annotations
 
+import itertools
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import asdict, fields
@@ -21,7 +27,15 @@ from ..runner import execute
 from ..spec import RunSpec
 from .base import ExecutorError, OnProgress, StepReporter, finished, ignore, lost_run, pinned_threads
 
-__all__ = ["run_dask", "dask_slots", "local_cluster", "execute_on_dask", "profiler_paused"]
+__all__ = ["run_dask", "dask_slots", "local_cluster", "execute_on_dask", "execute_chunk", "chunks", "profiler_paused",
+           "dask_setup"]
+
+#: Seconds after which a chunk of runs starts no other run and returns those it made (the rest go in a new chunk):
+#: how long a finished run may wait in its worker before it reaches the client and the disk, besides the runs of
+#: that chunk still running.
+CHUNK_SECONDS = 1.0
+#: Chunks per worker thread the runs are first cut into; the larger, the more tasks and the better balanced.
+CHUNKS_PER_SLOT = 4
 
 #: glibc mallopt parameters, and the value svibench sets in Dask workers (128 MiB).
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _MALLOC_THRESHOLD = -1, -3, 128 * 2**20
@@ -85,13 +99,14 @@ def profiler_paused():
     slower in a Dask worker than in a local worker because of it (GMM SVI, 8 runs
     of ~7 s: 64.9 s of algorithm time against 57.9 s with the profiler off), so
     timings would differ between executors.  The profiler restarts when the
-    last run on the worker ends.
+    last run on the worker ends.  A worker without a profiler (:func:`local_cluster`'s) has nothing to pause.
     """
     worker = _current_worker()
-    if worker is None:
+    callbacks = [worker.periodic_callbacks[name] for name in _PROFILER_CALLBACKS
+                 if name in worker.periodic_callbacks] if worker is not None else []
+    if not callbacks:
         yield
         return
-    callbacks = [worker.periodic_callbacks[name] for name in _PROFILER_CALLBACKS if name in worker.periodic_callbacks]
     with _paused_lock:
         _paused["runs"] += 1
         if _paused["runs"] == 1:
@@ -115,6 +130,50 @@ def execute_on_dask(spec: RunSpec, topic: str | None = None) -> xr.Dataset:
         on_step = StepReporter(spec.run_id, lambda event: worker.log_event(topic, asdict(event)))
     with profiler_paused():
         return execute(spec, on_step=on_step)
+
+
+def execute_chunk(specs: Sequence[RunSpec], topic: str | None = None,
+                  seconds: float = CHUNK_SECONDS) -> tuple[list[xr.Dataset], list[RunSpec]]:
+    """The Dask task of a chunk of runs: :func:`execute_on_dask` of each in order, starting none once ``seconds`` have
+    passed since the first started; returns the finished runs and those not started."""
+    start, done = time.monotonic(), []
+    for i, spec in enumerate(specs):
+        if done and time.monotonic() - start >= seconds:
+            return done, list(specs[i:])
+        done.append(execute_on_dask(spec, topic))
+    return done, []
+
+
+def chunks(specs: Sequence[RunSpec], slots: int) -> list[list[RunSpec]]:
+    """``specs`` cut in order into chunks of decreasing size (guided scheduling): each holds a
+    ``CHUNKS_PER_SLOT × slots``-th of the runs not yet cut, at least one, so the last chunks are single runs and
+    the workers end together; e.g. 48 runs on 2 slots give 25 chunks, 6, 5, 4, 4, 3, 3, 2, 2, 2, 2 and 15 × 1."""
+    out, rest = [], list(specs)
+    while rest:
+        size = max(1, len(rest) // (CHUNKS_PER_SLOT * max(1, slots)))
+        out.append(rest[:size])
+        rest = rest[size:]
+    return out
+
+
+def dask_setup(worker) -> None:
+    """Dask's preload hook (:func:`local_cluster`): pay, as the worker starts, what any run pays once per process.
+
+    That is the registry (built-in algorithms and models imported), xarray's first Dataset (with dask installed
+    it imports ``dask.array`` to recognise dask arrays) and threadpoolctl's first scan of the loaded libraries.
+    In a fresh worker they made the first run ~0.5 s longer than the next (measured on the short runs of issue 33):
+    a fixed cost in a sweep's wall clock on 1 worker as on 2, which with 48 runs of ~0.15 s alone would keep 2
+    workers under ~1.85× of 1.
+    """
+    import numpy as np
+
+    from ..clock import one_thread
+    from ..registry import get_registry
+
+    get_registry()
+    xr.Dataset({"warm_up": ("checkpoint", np.zeros(1))})
+    with one_thread():
+        pass
 
 
 def _run_event(message: dict) -> RunEvent:
@@ -156,17 +215,69 @@ def dask_slots(address: str, connect_timeout: float = 5.0) -> int:
     fails before any work when the address is wrong.
     """
     with _connect(address, connect_timeout) as client:
-        return sum(w["nthreads"] for w in client.scheduler_info()["workers"].values())
+        return _slots(client)
+
+
+def _slots(client) -> int:
+    return sum(w["nthreads"] for w in client.scheduler_info()["workers"].values())
+
+
+#: Dask settings of the processes of :func:`local_cluster`, whose monitoring nobody watches (it has no dashboard):
+#: no statistical profiler (see :func:`profiler_paused`), the system monitor every 10 s instead of 0.5 s, the event
+#: loop's health check every second instead of 20 ms.  Together they cost each process ~15 ms of CPU a second
+#: (measured on an idle cluster: parent 27 → 10 ms/s, worker 27 → 10 ms/s), CPU the runs' workers lose on a
+#: machine with as many cores as workers.
+QUIET_CLUSTER = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.interval": "10s",
+    "distributed.admin.tick.interval": "1s",
+}
 
 
 def local_cluster(workers: int, memory_limit: int | None = None):
     """A Dask ``LocalCluster`` of ``workers`` single-threaded processes (BLAS pinned to one thread, no dashboard,
-    ``memory_limit`` bytes each or Dask's default) whose workers import this module as they start (a preload), so
-    that svibench's imports are part of the cluster's start and not of its first runs."""
-    with pinned_threads(1):
-        return _distributed().LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, memory_limit=memory_limit or "auto",
-                                           preload=[__name__])
+    ``memory_limit`` bytes each or Dask's default) whose workers import this module as they start (a preload) and
+    run :func:`dask_setup`, so that svibench's imports are part of the cluster's start and not of its first runs;
+    its processes monitor themselves less (:data:`QUIET_CLUSTER`)."""
+    distributed = _distributed()
+    import dask
+
+    with pinned_threads(1), dask.config.set(QUIET_CLUSTER):
+        return distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                        dashboard_address=None, memory_limit=memory_limit or "auto", preload=[__name__])
+
+
+def _completed_runs(client, specs: Sequence[RunSpec], name: str, retries: int,
+                    on_progress: OnProgress) -> Iterator[xr.Dataset]:
+    """Submit ``specs`` in :func:`chunks` and yield each run as its chunk returns; a chunk's unstarted runs go in
+    a new chunk, and the runs of a chunk lost after its retries each go in a chunk of their own (which of them
+    killed the worker is unknown), so only a run lost alone is recorded ``failed``."""
+    distributed, count = _distributed(), itertools.count()
+    pending, chunk_of = distributed.as_completed(loop=client.loop), {}
+
+    def submit(chunk: list[RunSpec]) -> None:
+        key = f"{name}-runs-{chunk[0].run_id}-{next(count)}"
+        future = client.submit(execute_chunk, chunk, f"{name}-progress", key=key, pure=False, retries=retries)
+        chunk_of[future] = chunk
+        pending.add(future)
+
+    for chunk in chunks(specs, _slots(client)):
+        submit(chunk)
+    for future in pending:
+        chunk = chunk_of.pop(future)
+        try:
+            done, rest = future.result()
+        except Exception as exc:  # KilledWorker and friends: the runs, not the sweep, are lost
+            if len(chunk) > 1:
+                for spec in chunk:
+                    submit([spec])
+                continue
+            reason = f"dask task lost ({type(exc).__name__}: {exc}) after {retries} retries"
+            done, rest = [lost_run(chunk[0], reason)], []
+        if rest:
+            submit(rest)
+        for ds in done:
+            yield finished(ds, on_progress)
 
 
 def run_dask(
@@ -179,7 +290,7 @@ def run_dask(
     connect_timeout: float = 5.0,
     on_progress: OnProgress | None = None,
 ) -> Iterator[xr.Dataset]:
-    """Run ``specs`` as Dask tasks, yielding each run's Dataset as it completes.
+    """Run ``specs`` as Dask tasks (in chunks, see the module), yielding each run's Dataset as it completes.
 
     Parameters
     ----------
@@ -188,8 +299,9 @@ def run_dask(
         ``LocalCluster`` of ``workers`` single-threaded processes is started
         (and closed at the end), never more than there are runs (:func:`local_cluster`).
     retries : int
-        Dask retries of a task whose worker was lost; after that the run is
-        recorded ``failed`` with the reason.
+        Dask retries of a chunk whose worker was lost; after that its runs are
+        made again one per task, and a run lost alone is recorded ``failed``
+        with the reason.
     memory_limit : int, optional
         Bytes per worker of the ``LocalCluster`` (Dask's nanny restarts a worker
         over it; its run is then retried, then recorded ``failed``).  A running
@@ -199,7 +311,6 @@ def run_dask(
         at its end (from the client's event thread for the former).
     """
     on_progress = on_progress or ignore
-    distributed = _distributed()
     cluster = None
     if address:
         if memory_limit:
@@ -209,22 +320,11 @@ def run_dask(
     else:
         cluster = local_cluster(max(1, min(workers, len(specs))), memory_limit)
         client = _client(cluster)
-    token = uuid.uuid4().hex[:8]
-    topic = f"svibench-progress-{token}"
+    name = f"svibench-{uuid.uuid4().hex[:8]}"  # of this sweep's tasks and progress events
+    topic = f"{name}-progress"
     client.subscribe_topic(topic, lambda event: on_progress(_run_event(event[1])))
     try:
-        futures = {
-            client.submit(execute_on_dask, spec, topic, key=f"svibench-run-{spec.run_id}-{token}", pure=False,
-                          retries=retries): spec
-            for spec in specs
-        }
-        for future in distributed.as_completed(futures, loop=client.loop):
-            spec = futures[future]
-            try:
-                ds = future.result()
-            except Exception as exc:  # KilledWorker and friends: the run, not the sweep, is lost
-                ds = lost_run(spec, f"dask task lost ({type(exc).__name__}: {exc}) after {retries} retries")
-            yield finished(ds, on_progress)
+        yield from _completed_runs(client, specs, name, retries, on_progress)
     finally:
         client.unsubscribe_topic(topic)
         client.close()

@@ -72,7 +72,9 @@ def test_a_single_run_with_executor_dask_runs_on_dask_and_shows_its_progress(tmp
     """A one-run study used to swap in an in-process executor, ignoring --executor dask."""
     plugin = tmp_path / "dask_only.py"
     plugin.write_text(DASK_ONLY)
-    study = _study(tmp_path, '[[algorithm]]\nname = "test-dask-only"\n', budget="seconds = 2.0")
+    # 40 steps of 0.05 s asleep: ~2 s of wall clock (a budget in algorithm seconds would take as long as the worker
+    # takes to burn them besides sleeping: minutes)
+    study = _study(tmp_path, '[[algorithm]]\nname = "test-dask-only"\n', budget="iterations = 40")
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     code = main(["run", str(study), "--executor", "dask", "--workers", "1", "--plugin", faulty_plugin,
