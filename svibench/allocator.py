@@ -36,9 +36,14 @@ ENV_VARS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
 
 
 @functools.cache
-def keep_freed_memory() -> bool:
-    """Set the allocator's thresholds once per process (see the module docstring); whether they were set."""
-    if any(var in os.environ for var in ENV_VARS):
+def keep_freed_memory(ignore_env: bool = False) -> bool:
+    """Set the allocator's thresholds once per process (see the module docstring); whether they were set.
+
+    ``ignore_env``: set them even if glibc's variables are in the environment, for a process whose
+    environment someone else chose: Dask's nanny starts its workers with ``MALLOC_TRIM_THRESHOLD_=65536``, so
+    that freed memory goes back to the OS at once, which made numpy runs there ~3× slower (measured).
+    """
+    if not ignore_env and any(var in os.environ for var in ENV_VARS):
         return False
     mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
     if mallopt is None:

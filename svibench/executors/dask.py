@@ -23,6 +23,7 @@ from typing import Iterator, Sequence
 import xarray as xr
 
 from ..progress import RunEvent
+from ..allocator import keep_freed_memory
 from ..runner import execute
 from ..spec import RunSpec
 from .base import ExecutorError, OnProgress, StepReporter, finished, ignore, lost_run, pinned_threads
@@ -36,29 +37,6 @@ __all__ = ["run_dask", "dask_slots", "local_cluster", "execute_on_dask", "execut
 CHUNK_SECONDS = 1.0
 #: Chunks per worker thread the runs are first cut into; the larger, the more tasks and the better balanced.
 CHUNKS_PER_SLOT = 4
-
-#: glibc mallopt parameters, and the value svibench sets in Dask workers (128 MiB).
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _MALLOC_THRESHOLD = -1, -3, 128 * 2**20
-
-
-def _restore_malloc_defaults() -> bool:
-    """Undo Dask's aggressive memory trimming in this worker process (glibc only).
-
-    Dask starts workers with ``MALLOC_TRIM_THRESHOLD_=65536`` so that freed memory
-    returns to the OS at once; for numpy code that allocates and frees arrays of a
-    few hundred kB every step this means a page fault per allocation, and runs
-    were measured ~3× slower in Dask workers than in plain processes (timings
-    would be unfair across executors).  Large trim and mmap thresholds make worker
-    processes allocate like ordinary ones.  Returns whether the call took effect.
-    """
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        return bool(libc.mallopt(_M_TRIM_THRESHOLD, _MALLOC_THRESHOLD) and libc.mallopt(_M_MMAP_THRESHOLD, _MALLOC_THRESHOLD))
-    except (OSError, AttributeError):
-        return False
-
 
 #: Dask worker callbacks paused while a run executes (:func:`profiler_paused`).
 _PROFILER_CALLBACKS = ("profile", "profile-cycle")
@@ -121,9 +99,10 @@ def profiler_paused():
 
 
 def execute_on_dask(spec: RunSpec, topic: str | None = None) -> xr.Dataset:
-    """The Dask task of one run: ordinary allocator settings and no profiler, then
-    :func:`~svibench.runner.execute`, logging its progress as events of ``topic``."""
-    _restore_malloc_defaults()
+    """The Dask task of one run: the runner's allocator settings, whatever Dask's nanny put in the environment
+    (:func:`svibench.allocator.keep_freed_memory`), and no profiler, then :func:`~svibench.runner.execute`, logging
+    its progress as events of ``topic``."""
+    keep_freed_memory(ignore_env=True)
     worker = _current_worker()
     on_step = None
     if topic is not None and worker is not None:
