@@ -144,8 +144,9 @@ class LocalMoments:
     x_ik = z_ik w_ik; within one draw features are independent (cross moments
     are products of ``X``).  Statistics average over the S draws.
 
-    ``R`` (S, B, D), when the local routine kept it (Gibbs, the compiled coordinate ascent), is each draw's masked residual
-    m ∘ (y − x Φ) at the view's E[φ], which the eq. 7 statistics would otherwise recompute.
+    ``R`` (S, B, D), when the local routine kept it (Gibbs, the compiled coordinate ascent), is each
+    draw's masked residual m ∘ (y − x Φ) at the view's E[φ], which the eq. 7 statistics would otherwise
+    recompute.
     """
 
     X: np.ndarray
