@@ -9,14 +9,15 @@ With sₙ = 2yₙ − 1 and ηₙ = x̃ₙᵀz, the same gradient as the numpy `
 one pass over the rows of a dense X̃, each row's ηₙ and its contribution taken together.  Sums
 run in another order than the BLAS products of the numpy path (reassociated, so that they
 vectorise: as fast as numpy's at N = 20,000, D = 55, 2.5× faster at australian's 345 × 15),
-so the two agree to rounding.  Dense only: on a CSR design (a7a, 11% nonzeros) the same loop
+so the two agree to rounding.  σ is :func:`svibench.numerics.expit.expit` (no C-library call: the
+gradient at N = 20,000, D = 55 went 913 → 603 µs, at 345 × 15 7.4 → 6.3 µs).  Dense only: on a CSR design (a7a, 11% nonzeros) the same loop
 was 2× slower than scipy's sparse products, which leave no Python overhead worth fusing away.
 """
 from __future__ import annotations
 
-import math
-
 import numba
+
+from svibench.numerics.expit import expit
 
 __all__ = ["dense_grad_log_joint"]
 
@@ -25,12 +26,8 @@ _jit = numba.njit(cache=True, error_model="numpy", fastmath={"reassoc", "contrac
 
 @_jit
 def _dloglik(s, eta):
-    """∂ log σ(sη)/∂η = s σ(−sη), without overflow for either sign of sη."""
-    t = s * eta
-    if t >= 0.0:
-        e = math.exp(-t)
-        return s * e / (1.0 + e)
-    return s / (1.0 + math.exp(t))
+    """∂ log σ(sη)/∂η = s σ(−sη) (exact to a few ulp for either sign of sη: ``expit`` clamps, never overflows)."""
+    return s * expit(-s * eta)
 
 
 @_jit
