@@ -23,14 +23,18 @@ blocked Gibbs step), reorganised for speed without changing the maths:
   lane to the next row at the end of the sweep.  A row's result does not depend
   on the rows beside it;
 * it takes features in pairs (k, k + 1): one pass applies both updates and takes
-  the next pair's two products and their masked product g = Σ_d m_id φ_kd φ_k+1,d;
-  the second feature's product follows from the first's update as
-  r_i · φ_k+1 − δ_k g.  A pass then loads r_i, m_i and four rows of φ for two
-  features instead of eight arrays (MF local step at B = K = 250, D = 64:
-  5.5–5.6 → 4.8–5.2 ms; Titsias 5.5–5.8 → 5.1–5.2);
-* and it takes each feature's θ_ik = σ(·) for the 8 lanes at once, in SIMD
-  registers (``svibench.numerics.expit``), rather than by 8 calls of the C
-  library's exp (4.9–5.8 → 4.3–5.1 ms);
+  the next pair's two products; the second feature's product follows from the
+  first's update as r_i · φ_k+1 − δ_k G_ip, with G_ip = Σ_d m_id φ_kd φ_k+1,d the
+  pair's masked product, which does not change during the sweeps: the caller
+  gives all of them, one (B, D) × (D, K/2) product (:func:`pair_products`).  A pass then
+  loads r_i, m_i and four rows of φ for two features instead of eight arrays (MF
+  local step at B = K = 250, D = 64: 5.5–5.6 → 4.8–5.2 ms; Titsias 5.5–5.8 → 5.1–5.2;
+  G_ip from the product rather than in the pass: a further 3–5%);
+* and it takes each feature's θ_ik = σ(·) for all lanes at once, in SIMD
+  registers (``svibench.numerics.expit``), rather than by a call of the C
+  library's exp per lane (4.9–5.8 → 4.3–5.1 ms).  With σ taken this way, 16 lanes
+  (two SIMD registers' worth) beat 8 by 6–8%: two independent chains of σ's
+  multiply-adds instead of one;
 * the Gibbs kernel computes the dot products r_i · φ_j of ``BLOCK`` features in one pass
   over r_i (one load of r_i for eight products).  A draw leaves x_ik, and so r_i, unchanged
   for most features (x_ik = 0 before and after: 96% of updates at B = K = 250), so the
@@ -62,12 +66,12 @@ from numba.extending import get_cython_function_address
 
 from svibench.numerics.expit import expit_all
 
-__all__ = ["V_MIN", "factor_sweeps", "gibbs_sweeps"]
+__all__ = ["V_MIN", "pair_products", "factor_sweeps", "gibbs_sweeps"]
 
 #: Floor of the slab draw's u/p before Φ⁻¹ (``rng.random`` can return 0.0): the smallest positive double.
 V_MIN = math.ulp(0.0)
-#: Rows interleaved by the coordinate-ascent kernel (6–8 were fastest at B = K = 250, D = 64).
-LANES = 8
+#: Rows interleaved by the coordinate-ascent kernel (16 was fastest of 6–32 at B = K = 250, D = 64).
+LANES = 16
 #: Features whose dot products the Gibbs kernel takes in one pass (``_dots`` has one accumulator for each).
 BLOCK = 8
 
@@ -79,24 +83,31 @@ llvmlite.binding.add_symbol("svibench_scipy_ndtri",
 _ndtri = numba.types.ExternalFunction("svibench_scipy_ndtri", numba.types.float64(numba.types.float64))
 
 
+def pair_products(M: np.ndarray, phi: np.ndarray) -> np.ndarray:
+    """G (B, ⌈K/2⌉): G_ip = Σ_d m_id φ_2p,d φ_2p+1,d, the masked product of each pair of features
+    :func:`factor_sweeps` takes together (0 for the last, single feature when K is odd)."""
+    pairs = np.zeros(((phi.shape[0] + 1) // 2, phi.shape[1]))
+    second = phi[1::2]
+    pairs[:len(second)] = phi[0::2][:len(second)] * second
+    return M @ pairs.T
+
+
 @numba.njit(inline="always", fastmath={"reassoc", "contract"})
 def _pair_pass(R, M, phi, i, k0, k1, d0, d1, j0, j1):
-    """r_i ← r_i − m_i ∘ (d0 φ_k0 + d1 φ_k1), returning (r_i · φ_j0, r_i · φ_j1, Σ_d m_id φ_j0d φ_j1d):
-    one pass over r_i for a pair of features' updates and the next pair's products."""
+    """r_i ← r_i − m_i ∘ (d0 φ_k0 + d1 φ_k1), returning (r_i · φ_j0, r_i · φ_j1): one pass over r_i
+    for a pair of features' updates and the next pair's products."""
     s0 = 0.0
     s1 = 0.0
-    g = 0.0
     for d in range(R.shape[1]):
         R[i, d] -= (d0 * phi[k0, d] + d1 * phi[k1, d]) * M[i, d]
         s0 += R[i, d] * phi[j0, d]
         s1 += R[i, d] * phi[j1, d]
-        g += M[i, d] * phi[j0, d] * phi[j1, d]
-    return s0, s1, g
+    return s0, s1
 
 
 # long: the coordinate step stays in the loop body: as an inlined function taking its arrays it ran 2× slower
 @_jit
-def factor_sweeps(mode, R, X, M, phi, A, Q, half_log, gamma_obs, gamma_w, logit_pi,
+def factor_sweeps(mode, R, X, M, phi, A, Q, G, half_log, gamma_obs, gamma_w, logit_pi,
                   theta, mean_w, var_w, max_sweeps, tol):
     """Coordinate-ascent sweeps of the mean-field (eq. 9) or Titsias (eq. 11, or its printed
     objective) local q, row by row (rows interleaved: see the module docstring).
@@ -112,6 +123,8 @@ def factor_sweeps(mode, R, X, M, phi, A, Q, half_log, gamma_obs, gamma_w, logit_
         Masked residual, current E[x] and mask (updated: R, X).
     phi, A, Q : (K, D), (B, K), (B, K)
         E[φ], γ_obs Σ_d m_id E[φ_kd²] and γ_obs Σ_d m_id E[φ_kd]².
+    G : (B, ⌈K/2⌉)
+        Σ_d m_id E[φ_2p,d] E[φ_2p+1,d], the pairs' masked products (:func:`pair_products`).
     half_log : (B, K)
         ½ log(γ_w/(A + γ_w)) (Titsias only; any (B, K) array otherwise).
     theta, mean_w, var_w : (B, K)
@@ -131,14 +144,13 @@ def factor_sweeps(mode, R, X, M, phi, A, Q, half_log, gamma_obs, gamma_w, logit_
     done = np.zeros(LANES, dtype=np.int64)
     moved = np.zeros(LANES)
     t = np.zeros((LANES, 2))                  # r_i · φ_k, r_i · φ_k+1 of the pair about to be updated
-    g = np.zeros(LANES)                       # Σ_d m_id φ_kd φ_k+1,d of that pair
     delta = np.zeros((LANES, 2))              # the pair's changes of x_ik
     th_new = np.zeros(LANES)                  # each lane's logit θ_ik, then θ_ik
     first1 = min(1, K - 1)                    # the first pair's second feature (itself when K = 1)
     nxt = 0
     for lane in range(min(LANES, B)):
         row[lane] = nxt
-        t[lane, 0], t[lane, 1], g[lane] = _pair_pass(R, M, phi, nxt, 0, 0, 0.0, 0.0, 0, first1)
+        t[lane, 0], t[lane, 1] = _pair_pass(R, M, phi, nxt, 0, 0, 0.0, 0.0, 0, first1)
         nxt += 1
     while (row >= 0).any():
         for k in range(0, K, 2):
@@ -149,8 +161,8 @@ def factor_sweeps(mode, R, X, M, phi, A, Q, half_log, gamma_obs, gamma_w, logit_
                     if i < 0:
                         continue
                     # r_i · φ_kk; for the pair's second feature, after the first one's update:
-                    # (r_i − δ_k m_i ∘ φ_k) · φ_k+1 = t_1 − δ_k g
-                    s = t[lane, 0] if h == 0 else t[lane, 1] - delta[lane, 0] * g[lane]
+                    # (r_i − δ_k m_i ∘ φ_k) · φ_k+1 = t_1 − δ_k G_i,k/2
+                    s = t[lane, 0] if h == 0 else t[lane, 1] - delta[lane, 0] * G[i, k // 2]
                     b = gamma_obs * s + X[i, kk] * Q[i, kk]
                     a = A[i, kk]
                     if mode == 1:
@@ -189,7 +201,7 @@ def factor_sweeps(mode, R, X, M, phi, A, Q, half_log, gamma_obs, gamma_w, logit_
                 if i < 0:
                     continue
                 d1 = delta[lane, 1] if k + 1 < K else 0.0
-                t[lane, 0], t[lane, 1], g[lane] = _pair_pass(R, M, phi, i, k, k1, delta[lane, 0], d1, j0, j1)
+                t[lane, 0], t[lane, 1] = _pair_pass(R, M, phi, i, k, k1, delta[lane, 0], d1, j0, j1)
         for lane in range(LANES):
             i = row[lane]
             if i < 0:
@@ -199,7 +211,7 @@ def factor_sweeps(mode, R, X, M, phi, A, Q, half_log, gamma_obs, gamma_w, logit_
                 sweeps[i], done[lane] = done[lane], 0
                 if nxt < B:
                     row[lane] = nxt
-                    t[lane, 0], t[lane, 1], g[lane] = _pair_pass(R, M, phi, nxt, 0, 0, 0.0, 0.0, 0, first1)
+                    t[lane, 0], t[lane, 1] = _pair_pass(R, M, phi, nxt, 0, 0, 0.0, 0.0, 0, first1)
                     nxt += 1
                 else:
                     row[lane] = -1

@@ -380,8 +380,9 @@ def _coordinate_ascent(view, Y, M, kind: FactorKind, max_sweeps, tol, kernel, st
     if _use_kernel(kernel):
         sweep = FeatureSweep(view, Y, M, np.zeros((B, K)))
         kernels.factor_sweeps(kind.mode, sweep.R, sweep.X, _c(M), _c(view.phi), sweep.A, sweep.Q,
-                              sweep.half_log if kind.collapsed else sweep.A, float(view.gamma_obs),
-                              float(view.gamma_w), _c(view.logit_pi), q.theta, q.mean_w, q.var_w, max_sweeps, tol)
+                              kernels.pair_products(M, view.phi), sweep.half_log if kind.collapsed else sweep.A,
+                              float(view.gamma_obs), float(view.gamma_w), _c(view.logit_pi), q.theta, q.mean_w,
+                              q.var_w, max_sweeps, tol)
         return replace(q, residual=sweep.R)
     for i in range(B):  # the reference: each row its own coordinate ascent, vectorised over nothing
         sweep, row = FeatureSweep(view, Y[i:i + 1], M[i:i + 1], np.zeros((1, K))), FactorQ(

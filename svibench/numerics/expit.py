@@ -9,6 +9,11 @@ array (:func:`expit_all`) runs in SIMD registers:
   part keeps r exact to rounding), e^r by its Taylor polynomial of degree 13 (truncation error
   below 2·10⁻¹⁷ relative), and 2ⁿ written into a double's exponent bits (as 2ⁿ⁻¹ · 2, so that n = 1024, the
   top of the range, does not overflow them);
+* the polynomial is summed in a tree six multiply-adds deep (:func:`_exp_poly`), not by Horner's
+  rule, thirteen deep: each multiply-add waits for the one before, so in a kernel that waits for σ
+  (BPFA's, whose next step needs θ) the depth is time (coordinate-ascent kernel at B = K = 250,
+  D = 64: 4% less).  The terms 1 + r are added last, as Horner adds them, and the largest error
+  against scipy stays 2.7 ulp;
 * x is clamped to [−708, 709.78] first: below −708, σ(t) rounds to 1 whatever e^x is, and above 709.78
   e^x overflows, so σ(t) = 0, as with the C library's exp; NaN stays NaN.
 
@@ -31,8 +36,8 @@ INV_LN2 = 1.0 / math.log(2.0)
 LN2_HI = 6.93147180369123816490e-01  # ln 2 to 32 bits: n · LN2_HI is exact for |n| ≤ 2¹¹
 LN2_LO = 1.90821492927058770002e-10  # ln 2 − LN2_HI
 X_MIN, X_MAX = -708.0, 709.782712893384  # e^X_MIN is normal; e^X_MAX is the largest finite double
-#: 1/j! for j = 13, 12, ..., 0: the Taylor coefficients of e^r, highest first (Horner).
-TAYLOR = tuple(1.0 / math.factorial(j) for j in range(13, -1, -1))
+#: 1/j! for j = 0, ..., 13: the Taylor coefficients of e^r.
+TAYLOR = tuple(1.0 / math.factorial(j) for j in range(14))
 
 _compile = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy")
 
@@ -46,16 +51,26 @@ def _as_double(typingctx, bits):
 
 
 @_compile
+def _exp_poly(r):
+    """Σ_{j ≤ 13} r^j / j! (``TAYLOR``), six multiply-adds deep: (1 + r) + r²(c₂ + c₃r + r²(u₁ + r⁴(u₂ + r⁴u₃))),
+    with u₁, u₂, u₃ the terms of degrees 4–7, 8–11 and 12–13 in pairs."""
+    c = TAYLOR
+    r2 = r * r
+    r4 = r2 * r2
+    u1 = (c[4] + c[5] * r) + (c[6] + c[7] * r) * r2
+    u2 = (c[8] + c[9] * r) + (c[10] + c[11] * r) * r2
+    u3 = c[12] + c[13] * r
+    return (1.0 + r) + r2 * ((c[2] + c[3] * r) + r2 * (u1 + r4 * (u2 + r4 * u3)))
+
+
+@_compile
 def expit(t):
     """σ(t) = 1/(1 + e^(−t)) (see the module docstring)."""
     x = -t
     xc = min(max(x, X_MIN), X_MAX)
     n = math.floor(xc * INV_LN2 + 0.5)
     r = (xc - n * LN2_HI) - n * LN2_LO
-    p = 0.0
-    for c in TAYLOR:
-        p = p * r + c
-    e = p * _as_double((np.int64(n) + 1022) << 52) * 2.0
+    e = _exp_poly(r) * _as_double((np.int64(n) + 1022) << 52) * 2.0
     e = math.inf if x > X_MAX else (x if x != x else e)
     return 1.0 / (1.0 + e)
 

@@ -28,12 +28,13 @@ def _problem(seed, B=37, K=12, D=9, full=False):
                                     partial(titsias_printed, start="prior")],
                          ids=["mf", "mf-from-prior", "titsias", "titsias-printed", "titsias-printed-from-prior"])
 @pytest.mark.parametrize("max_sweeps", [1, 3, 200])
-@pytest.mark.parametrize("B", [3, 37])
-def test_coordinate_ascent_kernel_equals_reference(approx, full, max_sweeps, B):
+@pytest.mark.parametrize(("B", "K"), [(3, 12), (37, 12), (37, 13)])
+def test_coordinate_ascent_kernel_equals_reference(approx, full, max_sweeps, B, K):
     """Same q after 1, 3 or (converged) many sweeps; both stop at the same sweep.  B = 3 leaves
-    kernel lanes idle from the start; at B = 37 rows that stop hand their lanes to the next."""
+    kernel lanes idle from the start; at B = 37 rows that stop hand their lanes to the next.  An
+    odd K leaves the last pair of features one feature."""
     assert 3 < bpfa_kernels.LANES < 37
-    view, Y, M = _problem(0, B=B, full=full)
+    view, Y, M = _problem(0, B=B, K=K, full=full)
     plain = approx(view, Y, M, max_sweeps, kernel=False)
     fast = approx(view, Y, M, max_sweeps, kernel=True)
     for name in ("theta", "mean_w", "var_w"):
