@@ -9,7 +9,7 @@ executes.
 
 ``local`` (:mod:`.local`)
     Supervised worker processes on this machine (or this process with one worker).
-``dask`` (:mod:`.dask`)
+``dask`` (:mod:`.dask`, and :mod:`.dask_worker` for what runs in its workers)
     Dask distributed: an existing scheduler or a ``LocalCluster``.
 
 Worker processes pin BLAS/OpenMP to one thread, so parallel runs do not

@@ -1,126 +1,33 @@
 """The Dask executor: an existing scheduler (``address``) or a ``LocalCluster`` of
-single-threaded worker processes.
+single-threaded worker processes.  This module is the client's side; what runs in the
+workers is :mod:`svibench.executors.dask_worker`.
 
 Runs travel in chunks, each a task (``pure=False``, ``retries`` on lost workers): a
 chunk makes its runs one after the other and returns them together, which costs the
 scheduler, the client and the worker one task instead of one per run (:func:`chunks`:
 large chunks first, single runs last, so the workers end together; a chunk starts no
-run after :data:`CHUNK_SECONDS`, so finished runs reach disk within about that delay).
-A run pauses the worker's profiler and undoes its allocator trimming, so it times as
-in a local worker.  Progress within a run travels as Dask events
-(``Worker.log_event`` → ``Client.subscribe_topic``).
+run after ``dask_worker.CHUNK_SECONDS``, so finished runs reach disk within about that delay).
+Progress within a run travels as Dask events (``Worker.log_event`` → ``Client.subscribe_topic``).
 """
 from __future__ import annotations
 
 import itertools
-import threading
-import time
 import uuid
-from contextlib import contextmanager
-from dataclasses import asdict, fields
+from dataclasses import fields
 from typing import Iterator, Sequence
 
 import xarray as xr
 
 from ..progress import RunEvent
-from ..allocator import keep_freed_memory
-from ..runner import execute
 from ..spec import RunSpec
-from .base import ExecutorError, OnProgress, StepReporter, finished, ignore, lost_run, pinned_threads
+from . import dask_worker
+from .base import ExecutorError, OnProgress, finished, ignore, lost_run, pinned_threads
+from .dask_worker import execute_chunk
 
-__all__ = ["run_dask", "dask_slots", "local_cluster", "execute_on_dask", "execute_chunk", "chunks", "profiler_paused",
-           "dask_setup"]
+__all__ = ["run_dask", "dask_slots", "local_cluster", "chunks"]
 
-#: Seconds after which a chunk of runs starts no other run and returns those it made (the rest go in a new chunk):
-#: how long a finished run may wait in its worker before it reaches the client and the disk, besides the runs of
-#: that chunk still running.
-CHUNK_SECONDS = 1.0
 #: Chunks per worker thread the runs are first cut into; the larger, the more tasks and the better balanced.
 CHUNKS_PER_SLOT = 4
-
-#: Dask worker callbacks paused while a run executes (:func:`profiler_paused`).
-_PROFILER_CALLBACKS = ("profile", "profile-cycle")
-_paused = {"runs": 0}
-_paused_lock = threading.Lock()
-
-
-def _on_loop(worker, fn) -> None:
-    """Run ``fn`` on the worker's event loop and wait for it (at most 5 s)."""
-    done = threading.Event()
-
-    def call():
-        try:
-            fn()
-        finally:
-            done.set()
-
-    worker.loop.add_callback(call)
-    done.wait(5.0)
-
-
-def _current_worker():
-    """The Dask worker this code runs in, or None."""
-    try:
-        from distributed import get_worker
-
-        return get_worker()
-    except (ImportError, ValueError):
-        return None
-
-
-@contextmanager
-def profiler_paused():
-    """Pause the statistical profiler of the Dask worker this code runs in (no-op elsewhere).
-
-    Dask samples the stack of every task thread every 10 ms from the worker's
-    event loop, taking the GIL each time; a CPU-bound run was measured ~10%
-    slower in a Dask worker than in a local worker because of it (GMM SVI, 8 runs
-    of ~7 s: 64.9 s of algorithm time against 57.9 s with the profiler off), so
-    timings would differ between executors.  The profiler restarts when the
-    last run on the worker ends.  A worker without a profiler (:func:`local_cluster`'s) has nothing to pause.
-    """
-    worker = _current_worker()
-    callbacks = [worker.periodic_callbacks[name] for name in _PROFILER_CALLBACKS
-                 if name in worker.periodic_callbacks] if worker is not None else []
-    if not callbacks:
-        yield
-        return
-    with _paused_lock:
-        _paused["runs"] += 1
-        if _paused["runs"] == 1:
-            _on_loop(worker, lambda: [pc.stop() for pc in callbacks])
-    try:
-        yield
-    finally:
-        with _paused_lock:
-            _paused["runs"] -= 1
-            if _paused["runs"] == 0:
-                _on_loop(worker, lambda: [pc.start() for pc in callbacks])
-
-
-def execute_on_dask(spec: RunSpec, topic: str | None = None) -> xr.Dataset:
-    """The Dask task of one run: the runner's allocator settings, whatever Dask's nanny put in the environment
-    (:func:`svibench.allocator.keep_freed_memory`), and no profiler, then :func:`~svibench.runner.execute`, logging
-    its progress as events of ``topic``."""
-    keep_freed_memory(ignore_env=True)
-    worker = _current_worker()
-    on_step = None
-    if topic is not None and worker is not None:
-        on_step = StepReporter(spec.run_id, lambda event: worker.log_event(topic, asdict(event)))
-    with profiler_paused():
-        return execute(spec, on_step=on_step)
-
-
-def execute_chunk(specs: Sequence[RunSpec], topic: str | None = None,
-                  seconds: float = CHUNK_SECONDS) -> tuple[list[xr.Dataset], list[RunSpec]]:
-    """The Dask task of a chunk of runs: :func:`execute_on_dask` of each in order, starting none once ``seconds`` have
-    passed since the first started; returns the finished runs and those not started."""
-    start, done = time.monotonic(), []
-    for i, spec in enumerate(specs):
-        if done and time.monotonic() - start >= seconds:
-            return done, list(specs[i:])
-        done.append(execute_on_dask(spec, topic))
-    return done, []
 
 
 def chunks(specs: Sequence[RunSpec], slots: int) -> list[list[RunSpec]]:
@@ -133,26 +40,6 @@ def chunks(specs: Sequence[RunSpec], slots: int) -> list[list[RunSpec]]:
         out.append(rest[:size])
         rest = rest[size:]
     return out
-
-
-def dask_setup(worker) -> None:
-    """Dask's preload hook (:func:`local_cluster`): pay, as the worker starts, what any run pays once per process.
-
-    That is the registry (built-in algorithms and models imported), xarray's first Dataset (with dask installed
-    it imports ``dask.array`` to recognise dask arrays) and threadpoolctl's first scan of the loaded libraries.
-    In a fresh worker they made the first run ~0.5 s longer than the next (measured on the short runs of issue 33):
-    a fixed cost in a sweep's wall clock on 1 worker as on 2, which with 48 runs of ~0.15 s alone would keep 2
-    workers under ~1.85× of 1.
-    """
-    import numpy as np
-
-    from ..clock import one_thread
-    from ..registry import get_registry
-
-    get_registry()
-    xr.Dataset({"warm_up": ("checkpoint", np.zeros(1))})
-    with one_thread():
-        pass
 
 
 def _run_event(message: dict) -> RunEvent:
@@ -202,7 +89,7 @@ def _slots(client) -> int:
 
 
 #: Dask settings of the processes of :func:`local_cluster`, whose monitoring nobody watches (it has no dashboard):
-#: no statistical profiler (see :func:`profiler_paused`), the system monitor every 10 s instead of 0.5 s, the event
+#: no statistical profiler (see ``dask_worker.profiler_paused``), the system monitor every 10 s instead of 0.5 s, the event
 #: loop's health check every second instead of 20 ms.  Together they cost each process ~15 ms of CPU a second
 #: (measured on an idle cluster: parent 27 → 10 ms/s, worker 27 → 10 ms/s), CPU the runs' workers lose on a
 #: machine with as many cores as workers.
@@ -215,15 +102,15 @@ QUIET_CLUSTER = {
 
 def local_cluster(workers: int, memory_limit: int | None = None):
     """A Dask ``LocalCluster`` of ``workers`` single-threaded processes (BLAS pinned to one thread, no dashboard,
-    ``memory_limit`` bytes each or Dask's default) whose workers import this module as they start (a preload) and
-    run :func:`dask_setup`, so that svibench's imports are part of the cluster's start and not of its first runs;
-    its processes monitor themselves less (:data:`QUIET_CLUSTER`)."""
+    ``memory_limit`` bytes each or Dask's default) whose workers import :mod:`~svibench.executors.dask_worker` as
+    they start (a preload) and run its ``dask_setup``, so that svibench's imports are part of the cluster's start
+    and not of its first runs; its processes monitor themselves less (:data:`QUIET_CLUSTER`)."""
     distributed = _distributed()
     import dask
 
     with pinned_threads(1), dask.config.set(QUIET_CLUSTER):
         return distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                        dashboard_address=None, memory_limit=memory_limit or "auto", preload=[__name__])
+                                        dashboard_address=None, memory_limit=memory_limit or "auto", preload=[dask_worker.__name__])
 
 
 def _completed_runs(client, specs: Sequence[RunSpec], name: str, retries: int,

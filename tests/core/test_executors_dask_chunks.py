@@ -1,7 +1,8 @@
 """How the Dask executor cuts a sweep into chunks of runs, and how a chunk stops taking runs (issue 33)."""
 from __future__ import annotations
 
-from svibench.executors.dask import chunks, execute_chunk
+from svibench.executors.dask import chunks
+from svibench.executors.dask_worker import execute_chunk
 from svibench.spec import Budget, Checkpoints, ProblemSpec, RunSpec
 
 

@@ -379,7 +379,7 @@ def _faults_after_a_run(spec):
 
     import numpy as np
 
-    from svibench.executors.dask import execute_on_dask
+    from svibench.executors.dask_worker import execute_on_dask
 
     assert execute_on_dask(spec).attrs["status"] == "ok"
 
@@ -412,7 +412,7 @@ def test_dask_workers_pause_their_profiler_during_a_run():
     """Dask's profiler samples the task thread every 10 ms (runs ~10% slower, measured); a run pauses it."""
     from distributed import Client, LocalCluster
 
-    from svibench.executors.dask import profiler_paused
+    from svibench.executors.dask_worker import profiler_paused
 
     def profiling():
         from distributed import get_worker
