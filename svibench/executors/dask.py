@@ -22,7 +22,6 @@ from ..progress import RunEvent
 from ..spec import RunSpec
 from . import dask_worker
 from .base import ExecutorError, OnProgress, finished, ignore, lost_run, pinned_threads
-from .dask_worker import execute_chunk
 
 __all__ = ["run_dask", "dask_slots", "local_cluster", "chunks"]
 
@@ -89,10 +88,10 @@ def _slots(client) -> int:
 
 
 #: Dask settings of the processes of :func:`local_cluster`, whose monitoring nobody watches (it has no dashboard):
-#: no statistical profiler (see ``dask_worker.profiler_paused``), the system monitor every 10 s instead of 0.5 s, the event
-#: loop's health check every second instead of 20 ms.  Together they cost each process ~15 ms of CPU a second
-#: (measured on an idle cluster: parent 27 → 10 ms/s, worker 27 → 10 ms/s), CPU the runs' workers lose on a
-#: machine with as many cores as workers.
+#: no statistical profiler (see ``dask_worker.profiler_paused``), the system monitor every 10 s instead of 0.5 s,
+#: the event loop's health check every second instead of 20 ms.  Together they cost each process ~15 ms of CPU a
+#: second (measured on an idle cluster: parent 27 → 10 ms/s, worker 27 → 10 ms/s), CPU the runs' workers lose on
+#: a machine with as many cores as workers.
 QUIET_CLUSTER = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.system-monitor.interval": "10s",
@@ -110,7 +109,8 @@ def local_cluster(workers: int, memory_limit: int | None = None):
 
     with pinned_threads(1), dask.config.set(QUIET_CLUSTER):
         return distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                        dashboard_address=None, memory_limit=memory_limit or "auto", preload=[dask_worker.__name__])
+                                        dashboard_address=None, memory_limit=memory_limit or "auto",
+                                        preload=[dask_worker.__name__])
 
 
 def _completed_runs(client, specs: Sequence[RunSpec], name: str, retries: int,
@@ -123,7 +123,8 @@ def _completed_runs(client, specs: Sequence[RunSpec], name: str, retries: int,
 
     def submit(chunk: list[RunSpec]) -> None:
         key = f"{name}-runs-{chunk[0].run_id}-{next(count)}"
-        future = client.submit(execute_chunk, chunk, f"{name}-progress", key=key, pure=False, retries=retries)
+        future = client.submit(dask_worker.execute_chunk, chunk, f"{name}-progress", key=key, pure=False,
+                               retries=retries)
         chunk_of[future] = chunk
         pending.add(future)
 

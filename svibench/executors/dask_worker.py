@@ -65,7 +65,7 @@ def profiler_paused():
     slower in a Dask worker than in a local worker because of it (GMM SVI, 8 runs
     of ~7 s: 64.9 s of algorithm time against 57.9 s with the profiler off), so
     timings would differ between executors.  The profiler restarts when the
-    last run on the worker ends.  A worker without a profiler (:func:`local_cluster`'s) has nothing to pause.
+    last run on the worker ends.  A worker without a profiler (``dask.local_cluster``'s) has nothing to pause.
     """
     worker = _current_worker()
     callbacks = [worker.periodic_callbacks[name] for name in _PROFILER_CALLBACKS
