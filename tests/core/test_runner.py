@@ -233,6 +233,19 @@ def test_a_model_the_warm_up_cannot_copy_fails_the_run_saying_why(faulty_plugin)
     assert execute(run, warm=False).attrs["status"] == "ok"
 
 
+def test_the_thread_pools_are_scanned_again_only_after_an_import(monkeypatch):
+    """A scan of the loaded libraries costs ~2 ms; a library is loaded by an import, which makes a new scan."""
+    import sys
+    import types
+
+    from svibench.clock import thread_pools
+
+    first = thread_pools()
+    assert thread_pools() is first
+    monkeypatch.setitem(sys.modules, "_svibench_probe", types.ModuleType("_svibench_probe"))
+    assert thread_pools() is not first
+
+
 def test_a_run_in_this_process_gets_one_blas_thread_and_gives_the_pools_back():
     """CPU time counts every thread: the runner limits BLAS to one thread even where a caller allowed more."""
     from threadpoolctl import threadpool_info, threadpool_limits
