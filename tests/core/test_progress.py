@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from svibench.executors import run_dask, run_local
+from svibench.executors.base import StepReporter
 from svibench.progress import Progress, RunEvent, budget_fraction
 from svibench.runner import execute
 from svibench.spec import Budget, Checkpoints, ProblemSpec, RunSpec
@@ -69,6 +70,21 @@ def test_the_bar_is_silent_when_not_a_terminal_and_throttles_redraws():
     assert stream.getvalue().count("\r") == 1  # the first draw only
     bar(RunEvent(spec.run_id, status="ok"))
     assert stream.getvalue().count("\r") == 2  # the end of a run is always drawn
+
+def test_a_step_report_waits_an_interval_so_a_shorter_run_reports_only_its_end():
+    sent = []
+    report = StepReporter("r", sent.append, interval=0.2)
+    for i in range(1, 50):
+        report(i, i / 10, i / 1000)
+    assert sent == []  # within the first interval: nothing, however many steps
+    report.next_report -= 0.2  # the interval has passed
+    report(50, 5.0, 0.05)
+    report(51, 5.1, 0.051)  # and the next waits an interval again
+    assert sent == [RunEvent("r", 50, 5.0, 0.05)]
+    events = []
+    runs = list(run_local([_spec(Budget(iterations=3))], on_progress=events.append))
+    assert runs[0].attrs["status"] == "ok" and [e.status for e in events] == ["ok"]
+
 
 @pytest.mark.parametrize("executor", [partial(run_local, workers=1), partial(run_local, workers=2),
                                       pytest.param(partial(run_dask, workers=1), marks=pytest.mark.slow)],
