@@ -16,7 +16,7 @@ On a shared VM the runs' own CPU time moves between sweeps (by up to 22% here, w
 not), and the wall-clock speedup with it.  So the last column, ``at equal alg.``, is the speedup scaled by
 the ratio of the runs' algorithm CPU (N workers over 1): what the sweep's machinery (start, balance,
 loading, results) gives, had the runs cost the same in both sweeps.  ``--repeat R`` runs every
-configuration R times, each timed and printed.
+configuration R times, each timed and printed, then the medians.
 Not an asv benchmark (asv times one process); it lives here to sit beside them.
 """
 from __future__ import annotations
@@ -28,6 +28,8 @@ import tempfile
 import time
 import warnings
 from functools import partial
+
+import numpy as np
 
 SHAPES = {
     "short": {"study": {"name": "short", "seeds": list(range(16))}, "budget": {"epochs": 20, "checkpoints": 10},
@@ -104,6 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"load average before: {_load()} ({os.cpu_count()} cores)")
     print(f"{'shape':<6} {'executor':<8} {'workers':>7} {'runs':>5} {'start s':>8} {'start cpu s':>11} {'wall s':>8} "
           f"{'cpu s':>7} {'children s':>10} {'algorithm s':>11} {'not alg./run s':>14} {'speedup':>8} {'at equal alg.':>13}")
+    speedups: dict[tuple, list] = {}
     for executor in args.executors:  # local first: a Dask cluster leaves threads behind, and then local spawns
         for shape in args.shapes:
             for _ in range(args.repeat):
@@ -112,10 +115,17 @@ def main(argv: list[str] | None = None) -> None:
                     r = sweep(shape, executor, workers)
                     first = first or r
                     speedup = first["wall"] / r["wall"]
+                    equal = speedup * r["own"] / first["own"]
+                    speedups.setdefault((shape, executor, workers), []).append((speedup, equal))
                     print(f"{shape:<6} {executor:<8} {workers:>7} {r['runs']:>5} {r['start']:>8.2f} "
                           f"{r['start_cpu']:>11.2f} {r['wall']:>8.2f} {r['cpu']:>7.2f} {r['children']:>10.2f} "
-                          f"{r['own']:>11.2f} {r['overhead']:>14.3f} {speedup:>7.2f}x "
-                          f"{speedup * r['own'] / first['own']:>12.2f}x", flush=True)
+                          f"{r['own']:>11.2f} {r['overhead']:>14.3f} {speedup:>7.2f}x {equal:>12.2f}x", flush=True)
+    if args.repeat > 1:
+        print(f"medians of {args.repeat} repeats (speedup, at equal alg.):")
+        for (shape, executor, workers), values in speedups.items():
+            if workers != args.workers[0]:
+                wall, equal = np.median(values, axis=0)
+                print(f"  {shape:<6} {executor:<8} {workers} workers: {wall:.2f}x, {equal:.2f}x")
     print(f"load average after: {_load()}")
 
 

@@ -9,10 +9,10 @@ from svibench.spec import Budget, Checkpoints, ProblemSpec, RunSpec
 def test_runs_are_cut_in_order_into_chunks_of_decreasing_size_ending_with_single_runs():
     runs = list(range(48))
     cut = chunks(runs, slots=2)
-    assert [len(c) for c in cut] == [6, 5, 4, 4, 3, 3, 2, 2, 2, 2] + [1] * 15  # 25 tasks instead of 48
+    assert [len(c) for c in cut] == [12, 9, 6, 5, 4, 3, 2] + [1] * 7  # 14 tasks instead of 48
     assert [r for c in cut for r in c] == runs
     assert [len(c) for c in chunks(list(range(4)), slots=2)] == [1, 1, 1, 1]  # few runs: one task each, as before
-    assert [len(c) for c in chunks(list(range(12)), slots=1)] == [3, 2] + [1] * 7
+    assert [len(c) for c in chunks(list(range(12)), slots=1)] == [6, 3, 1, 1, 1]
     assert chunks(list(range(5)), slots=0) == chunks(list(range(5)), slots=1)  # a cluster whose workers are not up
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 
 from svibench.data import DataError
 from svibench.executors import run_dask, run_local
+from svibench.executors.dask import chunks
 from svibench.results import open_results, run_files
 from svibench.spec import Budget, Checkpoints, ProblemSpec, RunSpec
 from svibench.study import load_study, parse_study
@@ -332,29 +334,52 @@ def _sleepers(faulty_plugin, n):
 
 
 def test_dask_runs_travel_in_chunks_and_reach_the_caller_one_by_one_in_order(faulty_plugin):
-    """12 runs on one worker are 9 tasks (3, 2, then single runs); each run comes back once, as its own Dataset,
+    """12 runs on one worker are 5 tasks (6, 3, then single runs); each run comes back once, as its own Dataset,
     in the order of the specs (one worker makes its tasks in the order they were submitted)."""
-    import distributed
-
     specs = _sleepers(faulty_plugin, 12)
-    tasks = []
-    submit = distributed.Client.submit
-
-    def recording(self, fn, *args, **kw):
-        tasks.append(len(args[0]))
-        return submit(self, fn, *args, **kw)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(distributed.Client, "submit", recording)
+    with _recorded_tasks() as tasks:
         out = list(run_dask(specs, workers=1))
-    assert tasks == [3, 2] + [1] * 7
+    assert tasks == [([6, 3, 1, 1, 1], 0)]  # one graph, queued by the scheduler
     assert [ds.attrs["run_id"] for ds in out] == [s.run_id for s in specs]
     assert {ds.attrs["status"] for ds in out} == {"ok"}
 
 
+@contextmanager
+def _recorded_tasks():
+    """The chunk sizes and the priority of each graph the Dask executor submits (``Client.map``)."""
+    import distributed
+
+    tasks, submit = [], distributed.Client.map
+
+    def recording(self, fn, cut, *args, **kw):
+        tasks.append(([len(chunk) for chunk in cut], kw.get("priority", 0)))
+        return submit(self, fn, cut, *args, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(distributed.Client, "map", recording)
+        yield tasks
+
+
+def test_the_runs_a_chunk_past_its_time_leaves_come_back_cut_small_and_ahead_of_the_queue(faulty_plugin):
+    """12 runs of ~0.3 s on one worker: the first chunk (6 runs) starts none after ``CHUNK_SECONDS`` (1 s) and
+    returns the rest, which is cut again (:func:`chunks`) and submitted first (priority 1), so it runs before the
+    last chunks, not after them (a 6-run rest left last held one worker while the other idled: issue 33)."""
+    specs = [RunSpec("chunk", TEST_PROBLEM, "test-sleeper", "s", {"sleep": 0.1, "work": 0.0}, seed,
+                     Budget(iterations=2), Checkpoints(count=2), plugins=(faulty_plugin,)) for seed in range(12)]
+    with _recorded_tasks() as tasks:
+        out = [ds.attrs["run_id"] for ds in run_dask(specs, workers=1)]
+    ids = [s.run_id for s in specs]
+    assert tasks[0] == ([6, 3, 1, 1, 1], 0) and len(tasks) == 2
+    rest, priority = tasks[1]
+    assert priority == 1 and 1 <= sum(rest) <= 4 and rest == [len(c) for c in chunks(list(range(sum(rest))), 1)]
+    # ahead of the runs still queued: the last two singles (the scheduler hands a worker the next queued task as
+    # it ends one, so the third last was already the worker's when the rest came back); left last, they would end it
+    assert sorted(out) == sorted(ids) and out[-2:] == ids[-2:]
+
+
 def test_a_run_that_kills_its_dask_worker_inside_a_chunk_is_recorded_alone_and_the_other_runs_finish(faulty_plugin):
-    """The chunk [sleeper, killer, sleeper] dies with its worker; its runs are then made one per task, so the
-    killer alone is recorded failed and its neighbours end ok, each run once."""
+    """The first chunk (six runs, the killer second) dies with its worker; its runs are then made one per task, so
+    the killer alone is recorded failed and its neighbours end ok, each run once."""
     import dask
 
     specs = _sleepers(faulty_plugin, 12)
