@@ -310,7 +310,8 @@ def test_a_dask_sweep_is_not_the_default_dask_scheduler_so_its_run_files_are_wri
 def test_a_local_clusters_workers_pay_the_first_runs_imports_as_they_start_and_monitor_themselves_less():
     """A fresh worker's first run took ~0.5 s longer than the next (registry, xarray importing dask.array,
     threadpoolctl's scan): in a sweep of short runs a cost the cluster's start must pay instead; and the
-    profiler, system monitor and 20 ms health checks nobody watches took CPU from the runs (issue 33)."""
+    profiler, system monitor, 20 ms health checks and 0.1 s memory checks nobody watches took CPU from the runs
+    (issue 33): the nannies check their workers' memory, and the workers their own, every 0.5 s."""
     from svibench.executors.dask import _client, local_cluster
 
     def ready(dask_worker):
@@ -321,10 +322,14 @@ def test_a_local_clusters_workers_pay_the_first_runs_imports_as_they_start_and_m
         from svibench.registry import get_registry
 
         return ("dask.array" in sys.modules and get_registry.cache_info().currsize > 0,
-                "profile" in dask_worker.periodic_callbacks, dask.config.get("distributed.admin.tick.interval"))
+                "profile" in dask_worker.periodic_callbacks, dask.config.get("distributed.admin.tick.interval"),
+                dask_worker.memory_manager.memory_monitor_interval)
 
     with local_cluster(1) as cluster, _client(cluster) as client:
-        assert list(client.run(ready).values()) == [(True, False, "1s")]
+        assert list(client.run(ready).values()) == [(True, False, "1s", 0.5)]
+        assert [nanny.memory_manager.memory_monitor_interval for nanny in cluster.workers.values()] == [0.5]
+        nannies = cluster.workers.values()
+        assert all(nanny.periodic_callbacks["memory_monitor"].callback_time == 500 for nanny in nannies)
 
 
 def _sleepers(faulty_plugin, n):
