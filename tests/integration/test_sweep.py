@@ -373,9 +373,10 @@ def test_the_runs_a_chunk_past_its_time_leaves_come_back_cut_small_and_ahead_of_
     with _recorded_tasks() as tasks:
         out = [ds.attrs["run_id"] for ds in run_dask(specs, workers=1)]
     ids = [s.run_id for s in specs]
-    assert tasks[0] == ([6, 3, 1, 1, 1], 0) and len(tasks) == 2
-    rest, priority = tasks[1]
-    assert priority == 1 and 1 <= sum(rest) <= 4 and rest == [len(c) for c in chunks(list(range(sum(rest))), 1)]
+    assert tasks[0] == ([6, 3, 1, 1, 1], 0) and len(tasks) >= 2  # the 3-run chunk too, on a slow machine
+    for rest, priority in tasks[1:]:
+        assert priority == 1 and rest == [len(c) for c in chunks(list(range(sum(rest))), 1)]
+    assert 1 <= sum(tasks[1][0]) <= 4
     # ahead of the runs still queued: the last two singles (the scheduler hands a worker the next queued task as
     # it ends one, so the third last was already the worker's when the rest came back); left last, they would end it
     assert sorted(out) == sorted(ids) and out[-2:] == ids[-2:]
