@@ -21,12 +21,16 @@ blocked Gibbs step), reorganised for speed without changing the maths:
   that chain; steps of different rows are independent and the CPU overlaps them
   (asv MF local step at B = K = 250: 9.0 → 6.6–6.9 ms).  A row that stops hands its
   lane to the next row at the end of the sweep.  A row's result does not depend
-  on the rows beside it.  The lanes' r_i and m_i are copied side by side into two
-  (LANES, D) buffers as a row takes its lane (r_i goes back as it leaves), rather
-  than read where they lie in the (B, D) arrays: the same arithmetic, bit for bit,
-  4–9% faster (kernel alone at B = K = 250, D = 64, medians by mode; issue 33).
-  Copying the rows of the (B, K) arrays too, or making the lanes feature-major, was
-  slower;
+  on the rows beside it;
+* the arrays its passes stream start on cache lines: E[φ] is copied, and the lanes'
+  r_i and m_i are copied side by side (r_i goes back as the row leaves its lane),
+  into 64-byte aligned buffers (:func:`_aligned`).  numpy aligns arrays to 16 bytes
+  only (in the asv benchmark's steps R always started 16 bytes past a 32-byte
+  boundary, M in half the steps), and then half of a row's vector loads span two
+  lines: the MF kernel took 4.4–4.6 ms with φ, R and M so placed against 3.6–3.9 ms
+  with them 32-byte aligned, and now takes 3.3–3.5 ms either way, with the same
+  arithmetic, bit for bit (B = K = 250, D = 64, issue 33).  Copying the rows of the
+  (B, K) arrays too, or making the lanes feature-major, was slower;
 * it takes features in pairs (k, k + 1): one pass applies both updates and takes
   the next pair's two products; the second feature's product follows from the
   first's update as r_i · φ_k+1 − δ_k G_ip, with G_ip = Σ_d m_id φ_kd φ_k+1,d the
@@ -111,6 +115,24 @@ def _pair_pass(R, M, phi, i, k0, k1, d0, d1, j0, j1):
 
 
 @numba.njit(inline="always")
+def _aligned(rows, cols):
+    """An uninitialised C-contiguous (rows, cols) array whose data starts on a 64-byte boundary (a cache line).
+    numba's own arrays start on 32-byte boundaries and numpy's on 16, so that a 64-byte vector load may span two
+    cache lines."""
+    buf = np.empty(rows * cols + 8)
+    start = (8 - (buf.ctypes.data // 8) % 8) % 8
+    return buf[start:start + rows * cols].reshape((rows, cols))
+
+
+@numba.njit(inline="always")
+def _copy_aligned(a):
+    """A copy of the 2-d array ``a`` in an :func:`_aligned` array."""
+    out = _aligned(a.shape[0], a.shape[1])
+    out[:] = a
+    return out
+
+
+@numba.njit(inline="always")
 def _take_row(R, M, phi, i, r_l, m_l, lane, first1, t):
     """Lane ``lane`` takes row i: r_i and m_i into its rows of ``r_l`` and ``m_l``, and the first pair's products."""
     r_l[lane] = R[i]
@@ -157,8 +179,9 @@ def factor_sweeps(mode, R, X, M, phi, A, Q, G, half_log, gamma_obs, gamma_w, log
     done = np.zeros(LANES, dtype=np.int64)
     moved = np.zeros(LANES)
     t = np.zeros((LANES, 2))                  # r_i · φ_k, r_i · φ_k+1 of the pair about to be updated
-    r_l = np.empty((LANES, R.shape[1]))       # each lane's r_i and m_i, side by side (see the module docstring)
-    m_l = np.empty((LANES, R.shape[1]))
+    r_l = _aligned(LANES, R.shape[1])        # each lane's r_i and m_i, side by side (see the module docstring)
+    m_l = _aligned(LANES, R.shape[1])
+    phi = _copy_aligned(phi)                  # E[φ] on cache-line boundaries (see the module docstring)
     delta = np.zeros((LANES, 2))              # the pair's changes of x_ik
     th_new = np.zeros(LANES)                  # each lane's logit θ_ik, then θ_ik
     first1 = min(1, K - 1)                    # the first pair's second feature (itself when K = 1)
