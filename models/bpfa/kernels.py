@@ -24,7 +24,8 @@ blocked Gibbs step), reorganised for speed without changing the maths:
   on the rows beside it;
 * the arrays its passes stream start on cache lines: E[φ] is copied, and the lanes'
   r_i and m_i are copied side by side (r_i goes back as the row leaves its lane),
-  into 64-byte aligned buffers (:func:`_aligned`).  numpy aligns arrays to 16 bytes
+  into 64-byte aligned buffers (:func:`_aligned`; the Gibbs kernel likewise, for its
+  φ and the row it sweeps: 1–3%, more where the inputs fall badly).  numpy aligns arrays to 16 bytes
   only (in the asv benchmark's steps R always started 16 bytes past a 32-byte
   boundary, M in half the steps), and then half of a row's vector loads span two
   lines: the MF kernel took 4.4–4.6 ms with φ, R and M so placed against 3.6–3.9 ms
@@ -276,10 +277,8 @@ def _dots(R, phi_pad, i, j, out):
 
 
 @numba.njit(inline="always", fastmath={"reassoc", "contract"})
-def _set(R, X, M, phi, i, k, xk):
-    """x_ik ← xk and r_i ← r_i − (xk − x_ik) m_i ∘ φ_k."""
-    delta = xk - X[i, k]
-    X[i, k] = xk
+def _set(R, M, i, phi, k, delta):
+    """r_i ← r_i − δ m_i ∘ φ_k, as x_ik changes by δ."""
     for d in range(R.shape[1]):
         R[i, d] -= delta * phi[k, d] * M[i, d]
 
@@ -298,21 +297,25 @@ def gibbs_sweeps(R, X, M, phi, Q, kappa, half_log, gamma_obs, gamma_w, logit_pi,
     ``means`` and ``probs``, the block's slab means b/κ and P(z_ij = 1 | rest), taken at once.
     """
     B, K = X.shape
-    phi_pad = np.zeros((K + BLOCK, phi.shape[1]))
+    phi_pad = _aligned(K + BLOCK, phi.shape[1])  # on cache lines, as r_i and m_i (see the module docstring)
     phi_pad[:K] = phi
+    phi_pad[K:] = 0.0
+    r, m = _aligned(1, R.shape[1]), _aligned(1, R.shape[1])  # r_i and m_i of the row being swept
     dots = np.empty(BLOCK)
     means = np.zeros(BLOCK)
     probs = np.zeros(BLOCK)
     inv_kappa = np.empty(K)
     inv_gamma_w = 1.0 / gamma_w
     for i in range(B):
+        r[0] = R[i]
+        m[0] = M[i]
         for k in range(K):
             inv_kappa[k] = 1.0 / kappa[i, k]
         for s in range(U.shape[0]):
             keep = s - burnin
             k = 0
             while k < K:
-                _dots(R, phi_pad, i, k, dots)
+                _dots(r, phi_pad, 0, k, dots)
                 end = min(k + BLOCK, K)
                 for j in range(k, end):  # the block's slab means and P(z_ij = 1 | rest), valid as the products are
                     b = gamma_obs * dots[j - k] + X[i, j] * Q[i, j]
@@ -331,7 +334,8 @@ def gibbs_sweeps(R, X, M, phi, Q, kappa, half_log, gamma_obs, gamma_w, logit_pi,
                         W2[keep, i, j] = p * (mean * mean + ik) + (1.0 - p) * inv_gamma_w
                     changed = xk != X[i, j]
                     if changed:
-                        _set(R, X, M, phi, i, j, xk)
+                        _set(r, m, 0, phi_pad, j, xk - X[i, j])
+                        X[i, j] = xk
                     j += 1
                     if changed:
                         break
@@ -340,4 +344,5 @@ def gibbs_sweeps(R, X, M, phi, Q, kappa, half_log, gamma_obs, gamma_w, logit_pi,
                 for k in range(K):
                     X_keep[keep, i, k] = X[i, k]
                 for d in range(R.shape[1]):
-                    R_keep[keep, i, d] = R[i, d]
+                    R_keep[keep, i, d] = r[0, d]
+        R[i] = r[0]
