@@ -24,14 +24,15 @@ blocked Gibbs step), reorganised for speed without changing the maths:
   on the rows beside it;
 * the arrays its passes stream start on cache lines: E[φ] is copied, and the lanes'
   r_i and m_i are copied side by side (r_i goes back as the row leaves its lane),
-  into 64-byte aligned buffers (:func:`_aligned`; the Gibbs kernel likewise, for its
-  φ and the row it sweeps: 1–3%, more where the inputs fall badly).  numpy aligns arrays to 16 bytes
+  into 64-byte aligned buffers (:func:`_aligned`).  numpy aligns arrays to 16 bytes
   only (in the asv benchmark's steps R always started 16 bytes past a 32-byte
   boundary, M in half the steps), and then half of a row's vector loads span two
   lines: the MF kernel took 4.4–4.6 ms with φ, R and M so placed against 3.6–3.9 ms
   with them 32-byte aligned, and now takes 3.3–3.5 ms either way, with the same
-  arithmetic, bit for bit (B = K = 250, D = 64, issue 33).  Copying the rows of the
-  (B, K) arrays too, or making the lanes feature-major, was slower;
+  arithmetic, bit for bit (B = K = 250, D = 64, issue 33).  The Gibbs kernel does
+  the same for its φ and the row it sweeps (1–3%; more where the inputs fall badly).
+  Copying the rows of the (B, K) arrays too, or making the lanes feature-major, was
+  slower;
 * it takes features in pairs (k, k + 1): one pass applies both updates and takes
   the next pair's two products; the second feature's product follows from the
   first's update as r_i · φ_k+1 − δ_k G_ip, with G_ip = Σ_d m_id φ_kd φ_k+1,d the
@@ -180,7 +181,7 @@ def factor_sweeps(mode, R, X, M, phi, A, Q, G, half_log, gamma_obs, gamma_w, log
     done = np.zeros(LANES, dtype=np.int64)
     moved = np.zeros(LANES)
     t = np.zeros((LANES, 2))                  # r_i · φ_k, r_i · φ_k+1 of the pair about to be updated
-    r_l = _aligned(LANES, R.shape[1])        # each lane's r_i and m_i, side by side (see the module docstring)
+    r_l = _aligned(LANES, R.shape[1])         # each lane's r_i and m_i, side by side (see the module docstring)
     m_l = _aligned(LANES, R.shape[1])
     phi = _copy_aligned(phi)                  # E[φ] on cache-line boundaries (see the module docstring)
     delta = np.zeros((LANES, 2))              # the pair's changes of x_ik
