@@ -26,13 +26,13 @@ blocked Gibbs step), reorganised for speed without changing the maths:
   r_i and m_i are copied side by side (r_i goes back as the row leaves its lane),
   into 64-byte aligned buffers (:func:`_aligned`).  numpy aligns arrays to 16 bytes
   only (in the asv benchmark's steps R always started 16 bytes past a 32-byte
-  boundary, M in half the steps), and then half of a row's vector loads span two
-  lines: the MF kernel took 4.4–4.6 ms with φ, R and M so placed against 3.6–3.9 ms
-  with them 32-byte aligned, and now takes 3.3–3.5 ms either way, with the same
-  arithmetic, bit for bit (B = K = 250, D = 64, issue 33).  The Gibbs kernel does
-  the same for its φ and the row it sweeps (1–3%; more where the inputs fall badly).
-  Copying the rows of the (B, K) arrays too, or making the lanes feature-major, was
-  slower;
+  boundary, M in half the steps or more), and then half of a row's vector loads
+  span two lines: the MF kernel took 4.4–4.6 ms with φ, R and M so placed against
+  3.6–3.9 ms with them 32-byte aligned, and now takes 3.3–3.5 ms either way, with
+  the same arithmetic, bit for bit (B = K = 250, D = 64, issue 33).  The Gibbs
+  kernel does the same for its φ and the row it sweeps (0–3% with aligned inputs,
+  up to 15% with misaligned ones).  Copying the rows of the (B, K) arrays too, or
+  making the lanes feature-major, was slower;
 * it takes features in pairs (k, k + 1): one pass applies both updates and takes
   the next pair's two products; the second feature's product follows from the
   first's update as r_i · φ_k+1 − δ_k G_ip, with G_ip = Σ_d m_id φ_kd φ_k+1,d the
