@@ -327,8 +327,8 @@ def test_a_local_clusters_workers_pay_the_first_runs_imports_as_they_start_and_m
 
     with local_cluster(1) as cluster, _client(cluster) as client:
         assert list(client.run(ready).values()) == [(True, False, "1s", 0.5)]
-        assert [nanny.memory_manager.memory_monitor_interval for nanny in cluster.workers.values()] == [0.5]
-        nannies = cluster.workers.values()
+        nannies = list(cluster.workers.values())
+        assert [nanny.memory_manager.memory_monitor_interval for nanny in nannies] == [0.5]
         assert all(nanny.periodic_callbacks["memory_monitor"].callback_time == 500 for nanny in nannies)
 
 

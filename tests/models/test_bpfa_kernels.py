@@ -112,8 +112,8 @@ def test_a_row_gets_the_same_q_in_any_minibatch(approx):
 
 
 def test_the_kernel_buffers_start_on_cache_lines():
-    """The coordinate-ascent kernel's copies of φ and of its lanes' rows start on 64-byte boundaries, whatever the
-    allocator returns (numba's start on 32-byte boundaries, so about half of these would not), and hold the values."""
+    """The kernels' copies of φ and of the rows they sweep start on 64-byte boundaries, whatever the allocator
+    returns (numba's start on 32-byte boundaries, so about half of these would not), and hold the values."""
     for rows, cols in [(1, 1), (3, 7), (16, 64), (16, 63), (250, 64), (125, 9)]:
         buffer = bpfa_kernels._aligned(rows, cols)
         assert buffer.shape == (rows, cols) and buffer.flags.c_contiguous and buffer.ctypes.data % 64 == 0
