@@ -149,7 +149,7 @@ class PoissonGammaMF(Model):
             raise ValueError(f"pmf: need loss_entries ≥ 0 and test_iterations ≥ 1, got {loss_entries} and {test_iterations}")
         _check_counts(X[mask > 0], data.name, "observed entries")
         self.mask = mask.astype(float)
-        self.X = X * self.mask
+        self.X = np.asarray(X, dtype=float) if mask.all() else X * self.mask  # no copy of a fully observed X
         self.V, self.N = X.shape
         self.K, self.eval_samples = n_factors, eval_samples
         self.loss_entries, self.test_iterations = loss_entries, test_iterations
@@ -157,9 +157,9 @@ class PoissonGammaMF(Model):
             "W": GammaNatural.from_shape_rate(np.full((self.V, n_factors), w_shape), np.full((self.V, n_factors), w_rate)),
             "Z": GammaNatural.from_shape_rate(np.full((self.N, n_factors), z_shape), np.full((self.N, n_factors), z_rate)),
         }
-        self._log_x_factorial = (gammaln(self.X + 1.0) * self.mask).sum(0)  # per column (image)
         self.hyper = (w_shape, w_rate, z_shape, z_rate)
         self.nonzeros = Nonzeros(self.X, self.mask)
+        self._log_x_factorial = self.nonzeros.column_sums(lambda x: gammaln(x + 1.0))  # per column (image)
         self.test_columns = self._new_columns(data.test)
 
     def _new_columns(self, test: dict) -> np.ndarray | None:

@@ -5,14 +5,17 @@ import dataclasses
 
 import numpy as np
 import pytest
+import scipy.sparse
 from scipy.special import digamma, gammaln, logsumexp
 
 from svibench.algorithms.gibbs import GibbsSampler
 from svibench.algorithms.svi import SVI, VMP
 from svibench.capabilities import ConditionallyConjugate, ConjugatePosterior, LocalApprox
+from svibench.data import Dataset
 from svibench.datasets.pmf import pmf_synthetic
 from svibench.model import IncompatibleData
 from svibench.models.pmf import PoissonGammaMF
+from svibench.models.poisson_counts import Nonzeros
 
 PRIORS = dict(w_shape=1.0, w_rate=1.0, z_shape=1.0, z_rate=1.0)
 
@@ -109,3 +112,25 @@ def test_counts_must_be_non_negative_integers(bad):
     with pytest.raises(IncompatibleData, match="non-negative integer counts") as err:
         PoissonGammaMF(data, n_factors=2)
     assert "\n" not in str(err.value)
+
+
+def test_nonzeros_are_the_observed_nonzero_counts_without_a_dense_copy():
+    """The sparse matrix built from the entries' positions is the one scipy builds from the masked dense matrix, and
+    its column sums of log X! are the dense ones."""
+    rng = np.random.default_rng(0)
+    X = rng.poisson(0.7, size=(23, 31)).astype(float)
+    mask = rng.uniform(size=X.shape) < 0.8
+    dense = scipy.sparse.csc_matrix(np.where(mask, X, 0.0))
+    dense.eliminate_zeros()
+    nz = Nonzeros(X, mask)
+    for field in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(nz.csc, field), getattr(dense, field))
+    np.testing.assert_array_equal(nz.column_sums(lambda x: gammaln(x + 1.0)), (gammaln(X + 1.0) * mask).sum(0))
+
+
+def test_a_fully_observed_matrix_is_not_copied_and_a_masked_one_is_zeroed_where_unobserved(small):
+    X = small.data.train["X"]
+    full = PoissonGammaMF(Dataset("full", "count-matrix", {"X": X, "mask": np.ones(X.shape, bool)}, {}), n_factors=2)
+    assert np.shares_memory(full.X, X) and np.array_equal(full.mask, np.ones(X.shape))
+    mask = small.data.train["mask"]
+    assert not mask.all() and np.array_equal(small.X, np.where(mask, X, 0.0))
