@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.special import gammaln
+import scipy.stats
+from scipy.special import gammaln, logsumexp
 
 from svibench.algorithms.bbvi import BBVI
 from svibench.algorithms.cvi_mf import CVIMF
@@ -211,3 +212,20 @@ def test_new_column_locals_reach_column_locals_fixed_point_in_matrix_form():
         a2, b2 = new_column_locals(view, X, 0.1, 0.1, iterations, tol)
         np.testing.assert_allclose(a2, a, rtol=1e-10)
         np.testing.assert_allclose(b2, b, rtol=1e-12)
+
+
+def test_held_out_log_predictive_is_the_poisson_mixture_of_the_draws(small):
+    """Mean over the held entries of log (1/S) Σ_s Poisson(x | wᵢₛᵀzⱼₛ), with the draws (W's, then Z's) taken from the
+    same generator and the Poisson written by scipy, on held-out entries and on every entry (new columns)."""
+    q = small.mf_init(np.random.default_rng(3))
+    test = small.data.test
+    for held in (test["mask"], np.ones(test["X"].shape, bool)):
+        x = test["X"][held]
+        value = small._log_predictive(q["W"], q["Z"], held, x, np.random.default_rng(5), 7)
+        rng, logp = np.random.default_rng(5), []
+        for _ in range(7):
+            (sw, rw), (sz, rz) = q["W"].shape_rate(), q["Z"].shape_rate()
+            w = np.maximum(rng.gamma(sw, 1.0 / rw), np.finfo(float).tiny)
+            z = np.maximum(rng.gamma(sz, 1.0 / rz), np.finfo(float).tiny)
+            logp.append(scipy.stats.poisson.logpmf(x, (w @ z.T)[held]))
+        assert value == pytest.approx(np.mean(logsumexp(logp, axis=0) - np.log(7)), rel=1e-12)
