@@ -250,7 +250,7 @@ def parse_study(
     name, description, seeds, timeout = _parse_study_table(raw.get("study", {}), overrides)
     every_problem, budgets = _parse_problems(raw.get("problem"), overrides, registry, raw.get("budget", {}))
     problems = _scale_problems(every_problem, overrides.get("problems"))
-    runs, skipped = [], []
+    runs, skipped, unrun = [], [], {}
     points = _parse_algorithms(raw.get("algorithm"), overrides, registry, every_problem)
     if overrides.get("algorithm_params"):  # the notes may name every label of the study, as problems of every scale
         labels = {p.label for p in points + _parse_algorithms(raw.get("algorithm"), {}, registry, every_problem)}
@@ -263,6 +263,8 @@ def parse_study(
             reason = point.entry.incompatibility(registry.model(problem.model), point.params)
             if reason:
                 skipped.append(Skipped(problem.name, point.label, reason))
+                unrun.setdefault(point.label, reason)
+                unrun.setdefault(point.method, reason)
                 continue
             budget, checkpoints = budgets[problem.name]
             runs.extend(RunSpec(name, problem, point.entry.name, point.label, point.params, seed, budget, checkpoints,
@@ -276,7 +278,7 @@ def parse_study(
     paper = _parse_paper(raw.get("paper", []))
     metrics = {m for p in problems for m in registry.model(p.model).metrics}
     report = _parse_report(raw.get("report", {}), metrics)
-    claims, references = _parse_claims(raw, paper, problems, runs, metrics, report, every_problem, scale, labels)
+    claims, references = _parse_claims(raw, paper, problems, runs, metrics, report, every_problem, scale, labels, unrun)
     for checkpoints in {budgets[p.name][1] for p in problems}:
         _warn_few_checkpoints(checkpoints, report, metrics)
     return Study(name, description, runs, skipped, paper, report, source, scale, tuple(plugins), raw | {"_text": text},
@@ -519,12 +521,14 @@ def _parse_report(table: Any, metrics: set[str]) -> dict[str, Any]:
 
 def _parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]], problems: list[ProblemSpec], runs: list[RunSpec],
                   metrics: set[str], report: dict[str, Any], every_problem: list[ProblemSpec],
-                  scale: str, labels: set[str]) -> tuple[list[Claim], list[Reference]]:
+                  scale: str, labels: set[str], unrun: dict[str, str]) -> tuple[list[Claim], list[Reference]]:
     """``[[claim]]``, ``[[target]]`` and ``[[reference]]``: shape, links to ``[[paper]]``, every name they use
     exists, a faster claim has a target, and every note passes :func:`svibench.report.notes.check_note` (its
-    placeholders may name any of the study's ``labels`` at any scale: one not run here renders "no ok run")."""
+    placeholders may name any of the study's ``labels`` at any scale: one not run here renders "no ok run").
+    ``unrun`` maps the labels and methods of skipped entries to a reason (:func:`_skipped_methods`)."""
     try:
         claims = _at_scale(parse_claims(raw, paper), paper, problems, every_problem, scale, runs)
+        claims = _skipped_methods(claims, runs, unrun)
         references = [r for r in parse_references(raw.get("reference", [])) if r.problem not in _left_out(problems, every_problem)]
         check_names(claims, references, {p.name: p.base for p in problems}, {r.label: r.method for r in runs},
                     metrics | set(DERIVED))
@@ -566,6 +570,17 @@ def _at_scale(claims: list[Claim], paper: list[dict[str, Any]], problems: list[P
                                           f"not among the scale's problems = [...]"))
         else:
             out.append(replace(c, problems=tuple(n for n in c.problems if n not in left_out)))
+    return out
+
+
+def _skipped_methods(claims: list[Claim], runs: list[RunSpec], unrun: dict[str, str]) -> list[Claim]:
+    """A claim that names a method or label the study lists but runs nowhere, every entry of it skipped (e.g. a
+    peer whose library is not installed), is not run, with the skip's reason; the study's other runs go ahead."""
+    present = {r.method for r in runs} | {r.label for r in runs}
+    out = []
+    for c in claims:
+        absent = [m for m in (*c.better, *c.worse, *c.methods, *c.variants) if m not in present and m in unrun]
+        out.append(replace(c, not_run=f"{absent[0]} was skipped: {unrun[absent[0]]}") if absent and not c.not_run else c)
     return out
 
 

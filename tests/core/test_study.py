@@ -294,3 +294,17 @@ budget = { iterations = 50, checkpoints = 4 }
         parse_study(tomllib.loads(text.replace("iterations = 10,", "iterations = 0,")))
     with pytest.raises(StudyError, match=r"^\[\[problem\]\] #2 budget: unknown key 'iteration'"):
         parse_study(tomllib.loads(text.replace("iterations = 10,", "iteration = 10,")))
+
+
+def test_a_claim_on_a_peer_whose_library_is_missing_is_not_run_and_the_study_still_runs(monkeypatch):
+    """The README's first command runs the quickstart study without the [peers] extra: scikit-learn's BGMM is skipped,
+    and its target is not run with the skip's reason, instead of the study failing to load."""
+    import svibench.peers
+
+    monkeypatch.setattr(svibench.peers, "missing_libraries", lambda modules: list(modules))
+    study = load_study(Path(__file__).resolve().parents[2] / "reports" / "quickstart" / "study.toml")
+    assert {r.method for r in study.runs} == {"SVI", "VMP"}
+    assert {s.algorithm for s in study.skipped} == {"scikit-learn BGMM"}
+    target = next(c for c in study.claims if c.id == "vmp-matches-sklearn-bgmm")
+    assert target.not_run == "scikit-learn BGMM was skipped: needs sklearn: pip install 'svibench[peers]'"
+    assert all(not c.not_run for c in study.claims if c.id != target.id)
