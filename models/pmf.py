@@ -72,7 +72,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from scipy.special import digamma, gammaln, logsumexp
+from scipy.special import digamma, gammaln
 
 from svibench.capabilities.conjugate import ConjugatePosterior, Globals, LocalApprox
 from svibench.capabilities.mean_field import Blocks, gamma_draws, gamma_natural_gradient_sum, mean_gradient

@@ -580,7 +580,8 @@ def _skipped_methods(claims: list[Claim], runs: list[RunSpec], unrun: dict[str, 
     out = []
     for c in claims:
         absent = [m for m in (*c.better, *c.worse, *c.methods, *c.variants) if m not in present and m in unrun]
-        out.append(replace(c, not_run=f"{absent[0]} was skipped: {unrun[absent[0]]}") if absent and not c.not_run else c)
+        skipped = absent and not c.not_run
+        out.append(replace(c, not_run=f"{absent[0]} was skipped: {unrun[absent[0]]}") if skipped else c)
     return out
 
 

@@ -13,7 +13,6 @@ from svibench.data import Dataset
 from svibench.datasets.mnist import mnist_digits
 from svibench.datasets.pmf import mnist, pmf_synthetic, usps_counts
 from svibench.models import pmf as pmf_model
-from svibench.expfam import GammaNatural
 from svibench.models.pmf import PoissonGammaMF
 
 PRIORS = dict(w_shape=1.0, w_rate=1.0, z_shape=1.0, z_rate=1.0)
