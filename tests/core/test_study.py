@@ -308,3 +308,18 @@ def test_a_claim_on_a_peer_whose_library_is_missing_is_not_run_and_the_study_sti
     target = next(c for c in study.claims if c.id == "vmp-matches-sklearn-bgmm")
     assert target.not_run == "scikit-learn BGMM was skipped: needs sklearn: pip install 'svibench[peers]'"
     assert all(not c.not_run for c in study.claims if c.id != target.id)
+
+
+@pytest.mark.parametrize("scale", ["default", "paper"])
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[2] / "reports").glob("*/study.toml")),
+                         ids=lambda p: p.parent.name)
+def test_every_committed_study_loads_without_the_peer_libraries(monkeypatch, path, scale):
+    """A default install (no [peers] extra) can run every committed study: its peers are skipped, not fatal."""
+    import svibench.peers
+    from svibench.registry import get_registry
+
+    monkeypatch.setattr(svibench.peers, "missing_libraries", lambda modules: list(modules))
+    study = load_study(path, scale=scale)
+    registry = get_registry()
+    peers = [r.label for r in study.runs if issubclass(registry.algorithm(r.algorithm).cls, svibench.peers.Peer)]
+    assert study.runs and not peers
