@@ -71,7 +71,8 @@ from typing import Any
 
 from .metrics import DERIVED, MetricError, check_declaration
 from .registry import AlgorithmEntry, Registry, RegistryError, accepted_params, get_registry
-from .report.claims import Claim, Reference, check_names, parse_claims, parse_references
+from .report.claims import (Claim, Reference, check_names, parse_claims, parse_references, skip_reasons,
+                            skipped_not_run)
 from .report.notes import check_note
 from .report.settings import ReportError, ReportSettings
 from .spec import Budget, Checkpoints, ProblemSpec, RunSpec, canonical_json
@@ -96,11 +97,12 @@ MIN_CHECKPOINTS = 10
 
 @dataclass(frozen=True)
 class Skipped:
-    """An algorithm–problem pair that cannot run, and why."""
+    """An algorithm–problem pair that cannot run, and why (``algorithm``: the entry's label; ``method``: its method)."""
 
     problem: str
     algorithm: str
     reason: str
+    method: str
 
 
 @dataclass(frozen=True)
@@ -250,7 +252,7 @@ def parse_study(
     name, description, seeds, timeout = _parse_study_table(raw.get("study", {}), overrides)
     every_problem, budgets = _parse_problems(raw.get("problem"), overrides, registry, raw.get("budget", {}))
     problems = _scale_problems(every_problem, overrides.get("problems"))
-    runs, skipped, unrun = [], [], {}
+    runs, skipped = [], []
     points = _parse_algorithms(raw.get("algorithm"), overrides, registry, every_problem)
     if overrides.get("algorithm_params"):  # the notes may name every label of the study, as problems of every scale
         labels = {p.label for p in points + _parse_algorithms(raw.get("algorithm"), {}, registry, every_problem)}
@@ -262,9 +264,7 @@ def parse_study(
                 continue  # the study asks for this entry on other models or problems only
             reason = point.entry.incompatibility(registry.model(problem.model), point.params)
             if reason:
-                skipped.append(Skipped(problem.name, point.label, reason))
-                unrun.setdefault(point.label, reason)
-                unrun.setdefault(point.method, reason)
+                skipped.append(Skipped(problem.name, point.label, reason, point.method))
                 continue
             budget, checkpoints = budgets[problem.name]
             runs.extend(RunSpec(name, problem, point.entry.name, point.label, point.params, seed, budget, checkpoints,
@@ -278,7 +278,8 @@ def parse_study(
     paper = _parse_paper(raw.get("paper", []))
     metrics = {m for p in problems for m in registry.model(p.model).metrics}
     report = _parse_report(raw.get("report", {}), metrics)
-    claims, references = _parse_claims(raw, paper, problems, runs, metrics, report, every_problem, scale, labels, unrun)
+    claims, references = _parse_claims(raw, paper, problems, runs, metrics, report, every_problem, scale, labels,
+                                       skip_reasons(vars(s) for s in skipped))
     for checkpoints in {budgets[p.name][1] for p in problems}:
         _warn_few_checkpoints(checkpoints, report, metrics)
     return Study(name, description, runs, skipped, paper, report, source, scale, tuple(plugins), raw | {"_text": text},
@@ -525,10 +526,10 @@ def _parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]], problems: li
     """``[[claim]]``, ``[[target]]`` and ``[[reference]]``: shape, links to ``[[paper]]``, every name they use
     exists, a faster claim has a target, and every note passes :func:`svibench.report.notes.check_note` (its
     placeholders may name any of the study's ``labels`` at any scale: one not run here renders "no ok run").
-    ``unrun`` maps the labels and methods of skipped entries to a reason (:func:`_skipped_methods`)."""
+    ``unrun`` maps the labels and methods of skipped entries to a reason (:func:`~.report.claims.skip_reasons`)."""
     try:
         claims = _at_scale(parse_claims(raw, paper), paper, problems, every_problem, scale, runs)
-        claims = _skipped_methods(claims, runs, unrun)
+        claims = skipped_not_run(claims, {r.method for r in runs} | {r.label for r in runs}, unrun)
         references = [r for r in parse_references(raw.get("reference", [])) if r.problem not in _left_out(problems, every_problem)]
         check_names(claims, references, {p.name: p.base for p in problems}, {r.label: r.method for r in runs},
                     metrics | set(DERIVED))
@@ -570,18 +571,6 @@ def _at_scale(claims: list[Claim], paper: list[dict[str, Any]], problems: list[P
                                           f"not among the scale's problems = [...]"))
         else:
             out.append(replace(c, problems=tuple(n for n in c.problems if n not in left_out)))
-    return out
-
-
-def _skipped_methods(claims: list[Claim], runs: list[RunSpec], unrun: dict[str, str]) -> list[Claim]:
-    """A claim that names a method or label the study lists but runs nowhere, every entry of it skipped (e.g. a
-    peer whose library is not installed), is not run, with the skip's reason; the study's other runs go ahead."""
-    present = {r.method for r in runs} | {r.label for r in runs}
-    out = []
-    for c in claims:
-        absent = [m for m in (*c.better, *c.worse, *c.methods, *c.variants) if m not in present and m in unrun]
-        skipped = absent and not c.not_run
-        out.append(replace(c, not_run=f"{absent[0]} was skipped: {unrun[absent[0]]}") if skipped else c)
     return out
 
 

@@ -14,7 +14,7 @@ from .. import health
 from ..metrics import Metric
 from ..results import answers, metric_info, run_files
 from ..verdicts import Evidence, Verdict, judge
-from .claims import Claim, parse_claims, parse_references
+from .claims import Claim, parse_claims, parse_references, skip_reasons, skipped_not_run
 from .compare import pools, unranked
 from .accuracy import accuracy_figure, accuracy_metrics, accuracy_table, closest_table, references_table
 from .figures import (AXES, ReportFigure, best_known, curve_figure, final_figure, headline_styles, palette,
@@ -63,7 +63,9 @@ def _study_tables(manifest: dict) -> tuple[list[Claim], dict[str, dict[str, floa
         raw = tomllib.loads(manifest.get("study_toml", ""))
     except tomllib.TOMLDecodeError:
         return [], {}, {}
-    claims = parse_claims(raw, manifest.get("paper", []))
+    planned = {r.get(key) for r in manifest.get("runs", {}).values() for key in ("label", "method")}
+    claims = skipped_not_run(parse_claims(raw, manifest.get("paper", [])), planned,
+                             skip_reasons(manifest.get("skipped", [])))
     references: dict[str, dict[str, float]] = {}
     for ref in parse_references(raw.get("reference", [])):
         references.setdefault(ref.metric, {})[ref.problem] = ref.value

@@ -53,12 +53,14 @@ how it was obtained; the suboptimality figures measure distance to it::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .settings import ReportError, Target, parse_target
 
-__all__ = ["Claim", "Reference", "KINDS", "LEDGERS", "parse_claims", "parse_references", "check_names"]
+__all__ = ["Claim", "Reference", "KINDS", "LEDGERS", "parse_claims", "parse_references", "check_names", "skip_reasons",
+           "skipped_not_run"]
 
 KINDS = ("order", "faster", "as-fast", "equivalent", "value", "trend")
 LEDGERS = {"claim": "[[claim]]", "target": "[[target]]"}
@@ -305,3 +307,26 @@ def check_names(claims: list[Claim], references: list[Reference], problems: dict
             raise ReportError(f"[[reference]] problem: no problem of the study is {r.problem!r}")
         if r.metric not in metrics:
             raise ReportError(f"[[reference]] metric: no model of the study reports {r.metric!r}; use one of {', '.join(sorted(metrics))}")
+
+
+def skip_reasons(skipped: Iterable[dict[str, str]]) -> dict[str, str]:
+    """Label and method of each skipped algorithm–problem pair (``algorithm``, ``method``, ``reason``: a study's
+    skipped pairs, or a manifest's, whose entries from before the ``method`` key give the label only) → the first
+    reason."""
+    out: dict[str, str] = {}
+    for pair in skipped:
+        for name in (pair["algorithm"], pair.get("method", pair["algorithm"])):
+            out.setdefault(name, pair["reason"])
+    return out
+
+
+def skipped_not_run(claims: list[Claim], present: set[str], unrun: dict[str, str]) -> list[Claim]:
+    """``claims``, each that names a method or label with no run (not in ``present``) whose entries were skipped
+    (in ``unrun``, :func:`skip_reasons`; e.g. a peer whose library is not installed) marked not run with the skip's
+    reason: the study loads and its other claims are judged."""
+    out = []
+    for c in claims:
+        absent = [m for m in (*c.better, *c.worse, *c.methods, *c.variants) if m not in present and m in unrun]
+        skipped = absent and not c.not_run
+        out.append(replace(c, not_run=f"{absent[0]} was skipped: {unrun[absent[0]]}") if skipped else c)
+    return out

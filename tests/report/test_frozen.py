@@ -141,3 +141,30 @@ def test_regenerate_runs_afresh_so_its_claims_are_never_amended(tmp_path, commit
     regenerate(tmp_path / "reports", log=lambda *_: None)  # the first version's results are removed, not resumed
     ledger = json.loads((study.parent / "claims.json").read_text())
     assert ledger["claims"][0]["amended"] is False and AMENDED not in (study.parent / "index.html").read_text()
+
+
+def test_a_target_on_a_peer_whose_library_is_missing_reports_why_it_was_not_run(tmp_path, monkeypatch):
+    """A default install skips scikit-learn's BGMM: the study still runs, and the report's verdict on the target that
+    names it gives the skip's reason (from the manifest) rather than only "no ok run"."""
+    import svibench.peers
+
+    monkeypatch.setattr(svibench.peers, "missing_libraries", lambda modules: list(modules))
+    text = (Path(__file__).parents[1] / "studies" / "one-vmp-run.toml").read_text() + """
+[[algorithm]]
+name = "sklearn-bgmm"
+
+[[target]]
+id = "vmp-matches-bgmm"
+source = "a test"
+kind = "equivalent"
+metric = "elbo"
+methods = ["VMP", "scikit-learn BGMM"]
+tolerance = 0.001
+"""
+    study = parse_study(tomllib.loads(text), source=str(tmp_path / "study.toml"), text=text)
+    assert [s.method for s in study.skipped] == ["scikit-learn BGMM"]
+    run_study(study, tmp_path / "results", run_local, progress=False)
+    write_report(tmp_path / "results", tmp_path / "out")
+    verdict = json.loads((tmp_path / "out" / "claims.json").read_text())["claims"][0]
+    assert verdict["verdict"] == "not run"
+    assert verdict["summary"] == "not run: scikit-learn BGMM was skipped: needs sklearn: pip install 'svibench[peers]'"
