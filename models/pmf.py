@@ -154,6 +154,7 @@ class PoissonGammaMF(Model):
         _check_counts(X[mask > 0], data.name, "observed entries")
         self.mask = mask.astype(float)
         self.X = np.asarray(X, dtype=float) if mask.all() else X * self.mask  # no copy of a fully observed X
+        self.positive = self.X > 0  # the observed nonzero counts, the entries X log(rate) is taken at
         self.V, self.N = X.shape
         self.K, self.eval_samples = n_factors, eval_samples
         self.loss_entries, self.test_iterations = loss_entries, test_iterations
@@ -195,8 +196,10 @@ class PoissonGammaMF(Model):
 
     def _ratio(self, W: np.ndarray, Z: np.ndarray) -> np.ndarray:
         """X_ij / wᵢᵀzⱼ on observed entries (0 elsewhere), shape (S, V, N)."""
-        rate = W @ np.swapaxes(Z, -1, -2)
-        return np.divide(self.X, rate, out=np.zeros(rate.shape), where=self.X > 0)
+        ratio = W @ np.swapaxes(Z, -1, -2)  # the rates, divided into in place (one (S, V, N) array, not two)
+        np.divide(self.X, ratio, out=ratio, where=self.positive)
+        np.copyto(ratio, 0.0, where=~self.positive)
+        return ratio
 
     # -- capability: mean-field non-conjugate (CVI-MF)
     def _init_block(self, rng: np.random.Generator, rows: int) -> GammaNatural:
@@ -287,7 +290,7 @@ class PoissonGammaMF(Model):
         place (two (S, V, N) arrays, not six)."""
         rate = W @ np.swapaxes(Z, -1, -2)
         with np.errstate(divide="ignore"):
-            terms = np.log(rate, out=np.zeros(rate.shape), where=self.X > 0)  # log(rate) where X > 0, else 0
+            terms = np.log(rate, out=np.zeros(rate.shape), where=self.positive)  # log(rate) where X > 0, else 0
         terms *= self.X
         rate *= self.mask
         terms -= rate
