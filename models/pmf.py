@@ -64,7 +64,7 @@ the draws), and column fits a block of ``COLUMN_BLOCK`` columns at a time, so a 
 full MNIST (V = 784, N = 60,000, K = 100, S = 10) holds a few (V, N) matrices, not (S, V, N).
 A fully observed X is held as given (no masked copy), its nonzeros are gathered from their
 positions, and the held-out log predictive goes a draw at a time.  On the full MNIST the process
-peaks at 1.45 GB while the model is built (was 2.23 GB) and at 2.15 GB in an evaluation (was
+peaks at 1.46 GB while the model is built (was 2.23 GB) and at 2.15 GB in an evaluation (was
 3.95 GB; issue 33).
 """
 from __future__ import annotations
