@@ -92,8 +92,12 @@ def _algorithm(entry: AlgorithmEntry, registry: Registry) -> list[str]:
         lines.append(f"  a preset of {cls.name}: " + ", ".join(f"{k}={v!r}" for k, v in entry.fixed.items()))
     lines += ["Parameters ([[algorithm]] params):"] + [p.line() for p in _params(cls.__init__, entry.param_names(),
                                                                                  cls.__doc__ or "")]
-    runs_on = [m for (a, m), why in registry.compatibility().items() if a == entry.name and why is None]
-    return lines + [f"Runs on models: {', '.join(runs_on) or '(none)'}"]
+    reasons = {m: why for (a, m), why in registry.compatibility().items() if a == entry.name}
+    runs_on = [m for m, why in reasons.items() if why is None]
+    if runs_on:
+        return lines + [f"Runs on models: {', '.join(runs_on)}"]
+    why = "; ".join(dict.fromkeys(reasons.values())) or "no models"  # each distinct reason, e.g. a missing library
+    return lines + [f"Runs on models: none ({why})"]
 
 
 def _model(cls: type, source: str) -> list[str]:

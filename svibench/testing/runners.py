@@ -124,10 +124,13 @@ def cli_check(target: str, plugins: Iterable[str] = (), known_failures: Mapping[
     except RegistryError as exc:
         out(f"FAIL  check_plugin_loads — {target}: {exc}")
         return 1
-    failed = 0
+    failed = skips = 0
     for subject in subjects:
         for result in run_checks(subject, known_failures):
             out(str(result))
             failed += result.status == "fail"
-    out(f"{failed} check(s) failed" if failed else f"all checks passed ({len(subjects)} algorithm(s))")
+            skips += result.status == "skip"
+    skipped = f", {skips} skipped (the reasons are above)" if skips else ""
+    passed = f"all checks that ran passed ({len(subjects)} algorithm(s){skipped})"
+    out(f"{failed} check(s) failed{skipped}" if failed else passed)
     return 1 if failed else 0

@@ -87,11 +87,13 @@ class Subject:
         return claimed, rejected
 
     def claimed(self) -> list[SmallProblem]:
-        claimed, _ = self.claims()
+        """The small problems of the models it claims; none is a skip that says why (each distinct reason it gives
+        for the models it rejects, e.g. a peer's missing library, and the models without a small problem)."""
+        claimed, rejected = self.claims()
         if not claimed:
             _, missing = small_problems(self.registry)
-            without = "; ".join(f"{m}: {r}" for m, r in missing.items())
-            raise CheckSkipped(f"claims no model that has a small problem{' (' + without + ')' if without else ''}")
+            why = list(dict.fromkeys(reason for _, reason in rejected)) + [f"{m}: {r}" for m, r in missing.items()]
+            raise CheckSkipped("claims no model that has a small problem" + (f" ({'; '.join(why)})" if why else ""))
         return claimed
 
 

@@ -122,3 +122,18 @@ def test_a_printed_meaning_runs_past_an_abbreviations_period_to_the_end_of_its_s
     assert _first_sentence("As Hoffman et al. 2010, e.g. from a file; i.e. 1 − r.") == "As Hoffman et al. 2010, e.g. from a file;"
     assert _first_sentence("Draws per gradient") == "Draws per gradient"
     assert not re.search(r"\b(eq|e\.g|i\.e|al)\.$", describe_all(REGISTRY), re.M)
+
+
+def test_a_peer_without_its_library_says_why_it_runs_nowhere_in_describe_and_check(monkeypatch, capsys):
+    """A default install (no [peers] extra): `describe` and `check` name the missing library, and `check` says how many
+    checks it skipped rather than that all passed."""
+    import svibench.peers
+
+    monkeypatch.setattr(svibench.peers, "missing_libraries", lambda modules: list(modules))
+    need = "needs sklearn: pip install 'svibench[peers]'"
+    assert f"Runs on models: none ({need})" in describe("sklearn-bgmm", REGISTRY)
+    assert main(["check", "sklearn-bgmm"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    skips = [line for line in out if line.startswith("SKIP ")]
+    assert skips and all(need in line for line in skips)
+    assert out[-1] == f"all checks that ran passed (1 algorithm(s), {len(skips)} skipped (the reasons are above))"
