@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 
 from .data import DataError
-from .executors import Executor, ExecutorError, dask_slots, run_dask, run_local
+from .executors import Executor, ExecutorError, dask_slots, require_distributed, run_dask, run_local
 from .memory import MemoryBudgetError
 from .reference import command as reference
 from .reference.artifact import ReferenceError
@@ -72,6 +72,7 @@ def _executor(args: argparse.Namespace, workers: int) -> Executor:
     """The executor the options ask for, configured (it is called with the runs and ``on_progress``)."""
     memory = int(args.memory_limit * 2**30) if args.memory_limit else None
     if args.executor == "dask":
+        require_distributed()
         return partial(run_dask, address=args.address, workers=workers, retries=args.retries, memory_limit=memory)
     return partial(run_local, workers=workers, retries=args.retries, memory_limit=memory)
 
@@ -123,6 +124,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     study = load_study(args.study, scale=args.scale, plugins=_plugins(args.plugin))
     out = _folder(Path(args.output) if args.output else Path(args.study).resolve().parent / "results", "-o")
     workers = _workers(args, len(study.runs))
+    executor = _executor(args, workers)  # e.g. dask.distributed missing: an error before anything is written
     if not args.quiet:
         print(f"study {study.name!r} ({study.scale} scale): {len(study.runs)} runs, {workers} worker(s) -> {out}")
         for skip in study.skipped:
@@ -132,7 +134,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"  {note}")
     try:
         result = run_study(
-            study, out, _executor(args, workers),
+            study, out, executor,
             resume=not args.no_resume, retry_failed=not args.keep_failed, force=args.force,
             progress=False if args.quiet else None,
             execution={"executor": args.executor, "parallel_workers": workers if len(study.runs) > 1 else 1,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from .executors import run_dask, run_local
+from .executors import require_distributed, run_dask, run_local
 from .plan import StudyPlan, format_study, format_total, plan_study
 from .study import Study, StudyError, load_study
 from .sweep import run_study
@@ -77,6 +77,8 @@ def regenerate(reports: str | Path = "reports", names: list[str] | None = None, 
         raise StudyError(f"the work tree has uncommitted changes ({', '.join(dirty[:3])}{', …' if len(dirty) > 3 else ''}); "
                          "commit or stash them: committed reports must be built at a clean HEAD")
     studies = _studies(reports, list(names or []), scale)  # every study checked before any run
+    if executor == "dask":
+        require_distributed()  # and the executor's library: before any results folder is cleared
     done = []
     run = partial(run_dask if executor == "dask" else run_local, workers=workers)
     for study in studies:

@@ -20,8 +20,8 @@ still share caches and memory bandwidth: the sweep records the number of workers
 in the results.
 """
 from .base import THREAD_VARS, TIMEOUT_GRACE, Executor, ExecutorError, pinned_threads
-from .dask import dask_slots, run_dask
+from .dask import dask_slots, require_distributed, run_dask
 from .local import run_local
 
-__all__ = ["run_local", "run_dask", "dask_slots", "Executor", "ExecutorError", "THREAD_VARS", "pinned_threads",
-           "TIMEOUT_GRACE"]
+__all__ = ["run_local", "run_dask", "dask_slots", "require_distributed", "Executor", "ExecutorError", "THREAD_VARS",
+           "pinned_threads", "TIMEOUT_GRACE"]

@@ -28,7 +28,7 @@ from ..spec import RunSpec
 from . import dask_worker
 from .base import ExecutorError, OnProgress, finished, ignore, lost_run, pinned_threads
 
-__all__ = ["run_dask", "dask_slots", "local_cluster", "chunks"]
+__all__ = ["run_dask", "dask_slots", "local_cluster", "chunks", "require_distributed"]
 
 #: Chunks per worker thread the runs are first cut into; the larger, the more tasks and the better balanced.  Each
 #: task costs the client and the scheduler several ms of CPU, which on a machine with a core per worker the workers
@@ -54,7 +54,7 @@ def _run_event(message: dict) -> RunEvent:
     return RunEvent(**{f.name: message[f.name] for f in fields(RunEvent)})
 
 
-def _distributed():
+def require_distributed():
     """The ``distributed`` package, or a clear error saying how to install it."""
     try:
         import distributed
@@ -70,7 +70,7 @@ def _client(address, **kw):
     scheduler: writing a run's file cost the sweep ~100 ms of round trips (and the scheduler's CPU), most of
     what a Dask sweep of short runs spent besides its runs (issue 33).  svibench submits its runs itself.
     """
-    return _distributed().Client(address, set_as_default=False, **kw)
+    return require_distributed().Client(address, set_as_default=False, **kw)
 
 
 def _connect(address: str, connect_timeout: float):
@@ -116,7 +116,7 @@ def local_cluster(workers: int, memory_limit: int | None = None):
     ``memory_limit`` bytes each or Dask's default) whose workers import :mod:`~svibench.executors.dask_worker` as
     they start (a preload) and run its ``dask_setup``, so that svibench's imports are part of the cluster's start
     and not of its first runs; its processes monitor themselves less (:data:`QUIET_CLUSTER`)."""
-    distributed = _distributed()
+    distributed = require_distributed()
     import dask
 
     with pinned_threads(1), dask.config.set(QUIET_CLUSTER):
@@ -130,7 +130,7 @@ def _completed_runs(client, specs: Sequence[RunSpec], name: str, retries: int,
     """Submit ``specs`` in :func:`chunks` and yield each run as its chunk returns; a chunk's unstarted runs go in
     new chunks ahead of those queued, and the runs of a chunk lost after its retries each go in a chunk of their own
     (which of them killed the worker is unknown), so only a run lost alone is recorded ``failed``."""
-    distributed, count = _distributed(), itertools.count()
+    distributed, count = require_distributed(), itertools.count()
     pending, chunk_of = distributed.as_completed(loop=client.loop), {}
 
     def submit(cut: list[list[RunSpec]], priority: int = 0) -> None:

@@ -7,6 +7,7 @@ import io
 import json
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -42,6 +43,8 @@ class DaskOnly(Algorithm):
     def posterior(self):
         return self.value_
 '''
+
+STUDIES = Path(__file__).resolve().parents[1] / "studies"
 
 
 class _Terminal(io.StringIO):
@@ -259,3 +262,15 @@ def test_report_names_a_corrupt_run_file_as_corrupt_not_missing(tmp_path, faulty
     assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "report")]) == 0
     summary = (tmp_path / "report" / "summary.md").read_text()
     assert "| corrupt |" in summary and "its run file is unreadable" in summary and "interrupted sweep" not in summary
+
+
+def test_the_dask_executor_without_dask_is_one_line_before_anything_is_written(tmp_path, monkeypatch, capsys):
+    """A default install has no dask.distributed: `--executor dask` says how to get it, and leaves no results folder."""
+    monkeypatch.setitem(sys.modules, "distributed", None)  # `import distributed` raises ImportError
+    study = tmp_path / "study.toml"
+    study.write_text((STUDIES / "one-vmp-run.toml").read_text())
+    out = tmp_path / "results"
+    assert main(["run", str(study), "--executor", "dask", "-o", str(out)]) == 2
+    assert capsys.readouterr().err == ("svibench: error: the dask executor needs dask.distributed: "
+                                       "pip install 'svibench[dask]'\n")
+    assert not out.exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import textwrap
 import tomllib
 import warnings
@@ -194,6 +195,20 @@ def test_regenerate_at_a_scale_writes_its_own_report_folder_on_dask_and_the_inde
     assert manifest["executor"] == "dask"
     index = (tmp_path / "reports" / "README.md").read_text()
     assert "## one-vmp-run\n" in index and "## [one-vmp-run (paper scale)](s/paper/summary.md)" in index
+
+
+def test_regenerate_on_dask_without_dask_stops_before_clearing_any_results(tmp_path, committed_study, monkeypatch):
+    from svibench.executors import ExecutorError
+    from svibench.regenerate import RESULTS_DIR, regenerate
+
+    study, _ = committed_study(STUDY)
+    kept = study.parent / RESULTS_DIR / "kept.txt"
+    kept.parent.mkdir()
+    kept.write_text("an earlier regeneration's results")
+    monkeypatch.setitem(sys.modules, "distributed", None)  # `import distributed` raises ImportError
+    with pytest.raises(ExecutorError, match=r"needs dask.distributed: pip install 'svibench\[dask\]'"):
+        regenerate(tmp_path / "reports", executor="dask", allow_dirty=True, log=lambda *_: None)
+    assert kept.exists()
 
 
 def test_regenerate_runs_then_writes_reports_and_index_and_refuses_a_dirty_tree(tmp_path, committed_study):
