@@ -263,7 +263,7 @@ def test_gradient_memory_bound_is_a_lower_bound_and_a_problem_too_large_is_refus
                                                       ("full", True), ("gamma", False)])  # gamma: no grad_log_q
 def test_reparam_gradient_in_chunks_of_draws_is_the_gradient_of_all_draws_at_once(monkeypatch, family,
                                                                                   stick_the_landing):
-    """Σ_s (∂z_s/∂φ)ᵀ ∇_z log p(z_s) taken one draw at a time is the sum taken over all draws at once."""
+    """Σ_s (∂z_s/∂φ)ᵀ ∇_z log p(z_s) taken two draws at a time (the last draw alone) is the sum over all at once."""
     if family == "gamma":
         model, kind = PoissonGammaMF(pmf_synthetic(rows=30, cols=40, factors=3, seed=0), n_factors=3), "meanfield"
     else:
