@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..peers import INSTALL
 from ..results import metric_info, named, rankable_runs
 from ..summary import final_table, final_values, metric_names
 from .fmt import DASH, mean_sd, number
@@ -293,13 +294,17 @@ def runs_not_ok(ds: xr.Dataset, manifest: dict[str, Any]) -> Table:
 
 
 def skipped_pairs(manifest: dict[str, Any]) -> Table | None:
-    """Algorithm–problem pairs of the study that were skipped as incompatible, with the reason."""
+    """Algorithm–problem pairs of the study that were skipped, with the reason: incompatible by design, or a peer
+    whose library is not installed (its reason gives the install command, :data:`svibench.peers.INSTALL`)."""
     skipped = manifest.get("skipped", [])
     if not skipped:
         return None
     rows = [[s.get("problem", ""), s.get("algorithm", ""), s.get("reason", "")] for s in skipped]
-    return Table("Skipped pairs", ["problem", "algorithm", "reason"], rows,
-                 "Pairs the registry marks incompatible: not run, by design.", data=pd.DataFrame(skipped))
+    note = "Pairs the registry marks incompatible: not run, by design."
+    if any(INSTALL in s.get("reason", "") for s in skipped):
+        note = ("Not run: pairs the registry marks incompatible (by design), and peers whose library is not installed "
+                "(install it, as the reason says, and run the study again to add them).")
+    return Table("Skipped pairs", ["problem", "algorithm", "reason"], rows, note, data=pd.DataFrame(skipped))
 
 
 @dataclass

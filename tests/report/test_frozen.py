@@ -168,3 +168,5 @@ tolerance = 0.001
     verdict = json.loads((tmp_path / "out" / "claims.json").read_text())["claims"][0]
     assert verdict["verdict"] == "not run"
     assert verdict["summary"] == "not run: scikit-learn BGMM was skipped: needs sklearn: pip install 'svibench[peers]'"
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "peers whose library is not installed" in summary and "by design." not in summary

@@ -15,7 +15,9 @@ import pytest
 
 from svibench.cli import main
 from svibench.report import ReportError, ReportSettings, write_report
+from svibench.peers import INSTALL
 from svibench.report.fmt import mean_sd
+from svibench.report.tables import skipped_pairs
 from svibench.results import open_results
 from svibench.executors import run_local
 from svibench.study import parse_study
@@ -446,3 +448,11 @@ def test_the_report_says_what_each_metric_means_as_the_model_declares_it(report)
     assert meaning["elbo"][:3] == ["↑ higher", "objective", "nats"]
     assert meaning["heldout_loglik"][:3] == ["↑ higher", "task", "nats per test point"] and meaning["elbo"][4] == "yes"
     assert "What the metrics mean" in report.markdown.read_text()
+
+
+def test_skipped_pairs_say_by_design_only_when_every_pair_is_incompatible():
+    incompatible = {"problem": "gmm/x", "algorithm": "Chol", "reason": "gmm does not offer LatentGaussian"}
+    missing = {"problem": "gmm/x", "algorithm": "scikit-learn BGMM", "reason": f"needs sklearn: {INSTALL}"}
+    assert skipped_pairs({"skipped": [incompatible]}).note == "Pairs the registry marks incompatible: not run, by design."
+    assert "library is not installed" in skipped_pairs({"skipped": [incompatible, missing]}).note
+    assert skipped_pairs({"skipped": []}) is None
