@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from collections import Counter
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from .reference.attach import missing_notes
 from .registry import RegistryError, get_registry
 from .results import ResultsError
 from .study import StudyError, load_study
-from .sweep import SweepError, run_study
+from .sweep import SweepError, pending_runs, run_study
 
 __all__ = ["main"]
 
@@ -124,6 +125,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     study = load_study(args.study, scale=args.scale, plugins=_plugins(args.plugin))
     out = _folder(Path(args.output) if args.output else Path(args.study).resolve().parent / "results", "-o")
     workers = _workers(args, len(study.runs))
+    if args.plan:
+        return _plan_run(study, out, workers, args)
     executor = _executor(args, workers)  # e.g. dask.distributed missing: an error before anything is written
     if not args.quiet:
         print(f"study {study.name!r} ({study.scale} scale): {len(study.runs)} runs, {workers} worker(s) -> {out}")
@@ -157,6 +160,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"report: {report.html} (open it in a browser; Markdown: {report.markdown.name})")
     return _exit_status(result.statuses, args.quiet)
+
+
+def _plan_run(study, out: Path, workers: int, args: argparse.Namespace) -> int:
+    """``run --plan``: the runs this command would make (those not kept in ``out``), their estimated CPU time and
+    wall clock on ``workers`` (:mod:`svibench.plan`); nothing is run or written."""
+    from .plan import format_study, plan_study
+
+    pending = pending_runs(study, out, resume=not args.no_resume, retry_failed=not args.keep_failed, force=args.force)
+    if not pending.todo:
+        print(f"all {len(study.runs)} runs of {study.name!r} are in {out}: nothing to make")
+        return 0
+    if pending.kept:
+        print(f"{len(pending.kept)} of {len(study.runs)} runs are already in {out} and are kept; the plan is of the "
+              f"{len(pending.todo)} to make")
+    print(format_study(plan_study(replace(study, runs=pending.todo)), workers))
+    return 0
 
 
 def _final_metrics_text(out: Path) -> str:
@@ -277,6 +296,9 @@ def _add_run(sub) -> None:
     p.add_argument("--force", action="store_true", help="add to a results folder of a different study version")
     p.add_argument("--plugin", action="append", default=[], metavar="FILE", help="load algorithms from a Python file")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
+    p.add_argument("--plan", action="store_true",
+                   help="run and write nothing: print the runs this command would make, their estimated CPU time "
+                        "(from a timed first checkpoint) and the wall clock on --workers")
     p.add_argument("--no-report", action="store_true",
                    help="do not write the report (default: index.html, summary.md, figures/ in OUT/report; "
                         "the committed reports beside the study files are rebuilt by `svibench regenerate`)")

@@ -21,7 +21,7 @@ from .results import ResultsError, environment, read_run, run_files, write_json,
 from .spec import RunSpec, canonical_json
 from .study import Study
 
-__all__ = ["run_study", "SweepResult", "SweepError", "completed_runs", "check_data", "origins"]
+__all__ = ["run_study", "SweepResult", "SweepError", "Pending", "pending_runs", "completed_runs", "check_data", "origins"]
 
 RETRYABLE = ("failed", "timeout")
 #: Seconds between two rewrites of the manifest during a sweep (and once at its end).  Rewriting it after every
@@ -43,6 +43,36 @@ class SweepResult:
     reused: list[str] = field(default_factory=list)
     statuses: dict[str, str] = field(default_factory=dict)
     corrupt: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Pending:
+    """What a sweep of a study into a folder finds there: the runs it makes (``todo``, in the study's order), the
+    statuses of those it keeps, the unreadable run files, and the folder's manifest ({} if none)."""
+
+    todo: list[RunSpec]
+    kept: dict[str, str]
+    corrupt: list[str]
+    manifest: dict
+
+
+def pending_runs(study: Study, folder: Path, *, resume: bool = True, retry_failed: bool = True,
+                 force: bool = False) -> Pending:
+    """What :func:`run_study` with these arguments would make and keep in ``folder`` (its ``resume``,
+    ``retry_failed`` and ``force``); raises :class:`SweepError` if the folder holds another study's results."""
+    manifest_path = folder / "manifest.json"
+    old = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    if old and not force:
+        _refuse_changed_study(old, study, folder)
+    existing, corrupt = completed_runs(folder)
+    todo, kept = [], {}
+    for run in study.runs:
+        status = existing.get(run.run_id)
+        if resume and status is not None and not (retry_failed and status in RETRYABLE):
+            kept[run.run_id] = status
+        else:
+            todo.append(run)
+    return Pending(todo, kept, corrupt, old)
 
 
 def completed_runs(folder: Path) -> tuple[dict[str, str], list[str]]:
@@ -217,26 +247,15 @@ def run_study(
             "for memory bandwidth and caches and are not serial timings",
         )
     folder = Path(out)
-    result = SweepResult(folder)
-    manifest_path = folder / "manifest.json"
-    old = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
-    if old and not force:
-        _refuse_changed_study(old, study, folder)
-    existing, result.corrupt = completed_runs(folder)
-    todo: list[RunSpec] = []
-    for run in study.runs:
-        status = existing.get(run.run_id)
-        if resume and status is not None and not (retry_failed and status in RETRYABLE):
-            result.reused.append(run.run_id)
-            result.statuses[run.run_id] = status
-        else:
-            todo.append(run)
+    pending = pending_runs(study, folder, resume=resume, retry_failed=retry_failed, force=force)
+    result = SweepResult(folder, reused=list(pending.kept), statuses=dict(pending.kept), corrupt=pending.corrupt)
+    todo = pending.todo
     check_data(todo, run_budget(memory_limit, execution.get("parallel_workers", 1)))
     where_from = origins(study)
     # The claims the kept runs were made for stay frozen; only a sweep that keeps no run freezes the study's own.
-    claims = old.get("claims") if result.reused else frozen_claims(study.raw)
+    claims = pending.manifest.get("claims") if result.reused else frozen_claims(study.raw)
     def save_manifest() -> float:
-        write_json(manifest_path, _manifest(study, result.statuses, execution, where_from, claims))
+        write_json(folder / "manifest.json", _manifest(study, result.statuses, execution, where_from, claims))
         return time.monotonic()
 
     saved = save_manifest()

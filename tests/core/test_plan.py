@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from svibench.cli import main
 from svibench.plan import PROBE_STEPS, Probe, evaluations, format_total, plan_study, probe, run_seconds, wall_seconds
 from svibench.runner import execute
 from svibench.spec import Budget, Checkpoints
@@ -127,3 +128,33 @@ def test_the_cli_prints_the_plan_writes_nothing_and_refuses_an_unknown_scale_in_
     bad = subprocess.run(cli + ["--scale", "huge"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.count("\n") == 1 and "no [scales.huge] table; available scales: default, paper" in bad.stderr
+
+
+def test_run_plan_estimates_the_runs_the_command_would_make_and_writes_nothing(tmp_path, capsys):
+    """`svibench run --plan` plans what that `run` would make: every run into a new folder, the missing ones when it
+    resumes, all again with --no-resume; a folder of another study is refused as `run` refuses it."""
+    study_file, out = tmp_path / "study.toml", tmp_path / "results"
+    study_file.write_text(STUDY.replace("dim = [1, 2]", "dim = 1").replace("kappa = [0.6, 0.9]", "kappa = 0.6"))
+    run = ["run", str(study_file), "-o", str(out), "--workers", "2"]
+    assert main(run + ["--plan"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("plan (default scale): 6 runs, ") and " on 2 worker(s)" in lines[0] and len(lines) == 3
+    assert not out.exists()
+    assert main(run + ["-q", "--no-report"]) == 0
+    gone = sorted((out / "runs").glob("*.nc"))[:2]
+    for file in gone:
+        file.unlink()
+    manifest = (out / "manifest.json").read_text()
+    assert main(run + ["--plan"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"4 of 6 runs are already in {out} and are kept; the plan is of the 2 to make"
+    assert lines[1].startswith("plan (default scale): 2 runs, ")
+    assert len(list((out / "runs").glob("*.nc"))) == 4 and (out / "manifest.json").read_text() == manifest
+    assert main(run + ["--plan", "--no-resume"]) == 0
+    assert capsys.readouterr().out.startswith("plan (default scale): 6 runs, ")
+    assert main(run + ["-q", "--no-report"]) == 0 and main(run + ["--plan"]) == 0
+    assert capsys.readouterr().out == f"all 6 runs of 'plan' are in {out}: nothing to make\n"
+    study_file.write_text(STUDY.replace("dim = [1, 2]", "dim = 1"))
+    assert main(run + ["--plan"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the study file changed since" in err
