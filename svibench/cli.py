@@ -165,7 +165,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _plan_run(study, out: Path, workers: int, args: argparse.Namespace) -> int:
     """``run --plan``: the runs this command would make (those not kept in ``out``), their estimated CPU time and
     wall clock on ``workers`` (:mod:`svibench.plan`); nothing is run or written."""
-    from .plan import format_study, plan_study
+    from .plan import format_study, plan_studies
 
     pending = pending_runs(study, out, resume=not args.no_resume, retry_failed=not args.keep_failed, force=args.force)
     if not pending.todo:
@@ -174,7 +174,7 @@ def _plan_run(study, out: Path, workers: int, args: argparse.Namespace) -> int:
     if pending.kept:
         print(f"{len(pending.kept)} of {len(study.runs)} runs are already in {out} and are kept; the plan is of the "
               f"{len(pending.todo)} to make")
-    print(format_study(plan_study(replace(study, runs=pending.todo)), workers))
+    print(format_study(next(plan_studies([replace(study, runs=pending.todo)], workers)), workers))
     return 0
 
 

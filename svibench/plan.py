@@ -1,4 +1,4 @@
-"""What regenerating studies will cost, known before any run (``svibench regenerate --plan``).
+"""What regenerating studies will cost, known before any run (``svibench regenerate --plan``, ``svibench run --plan``).
 
 A study's runs are the sweep's own (:attr:`~svibench.study.Study.runs`, the expansion ``run_study`` executes).
 They are grouped by algorithm point and problem, since the seeds of a group cost the same, and each group's
@@ -11,7 +11,8 @@ covers, its seconds over the seconds a step takes).  The algorithm's part (init 
 seconds, and the whole run at its time limit.  ``evaluations`` counts the checkpoints the run reaches, with
 iteration 0.  The rates come from a timed first checkpoint, a *probe*: the runner itself
 (:func:`svibench.runner.execute`, warm-up included) on the group's algorithm and problem, with a budget of at most
-:data:`PROBE_STEPS` steps or :data:`PROBE_SECONDS` CPU seconds and two checkpoints, on this process's CPU clock.
+:data:`PROBE_STEPS` steps or :data:`PROBE_SECONDS` CPU seconds and two checkpoints, on the probing process's CPU
+clock.  On N workers the probes run in N processes at once (:func:`plan_studies`), as the runs would.
 A run whose seconds limit binds is its own estimate: only its warm-up, init and evaluations come from the probe.
 
 Nothing is written.  Loading each problem's data (once per worker) and starting the workers are not counted.
@@ -21,19 +22,22 @@ from __future__ import annotations
 
 import heapq
 import math
+import multiprocessing
 import time
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from .executors.local import start_method
 from .problem import build_model
 from .runner import execute
 from .spec import Budget, Checkpoints, RunSpec, canonical_json
 from .study import Study
 
-__all__ = ["Probe", "GroupPlan", "StudyPlan", "probe", "run_seconds", "evaluations", "plan_study", "wall_seconds", "format_study",
-           "format_total", "PROBE_STEPS", "PROBE_SECONDS"]
+__all__ = ["Probe", "GroupPlan", "StudyPlan", "probe", "run_seconds", "evaluations", "plan_study", "plan_studies",
+           "wall_seconds", "format_study", "format_total", "PROBE_STEPS", "PROBE_SECONDS"]
 
 #: A probe's budget: at most this many steps ...
 PROBE_STEPS = 1000
@@ -142,28 +146,68 @@ def _group(runs: list[RunSpec], measure: Callable[[RunSpec], Probe]) -> GroupPla
         p = measure(first)
         seconds, binds = run_seconds(first, p)
     except Exception as exc:  # data unavailable, a probe that fails: say so, estimate the rest
-        return GroupPlan(first.label, first.problem.name, runs, math.nan, f"not estimated: {exc}")
+        return _unestimated(runs, exc)
     how = "seconds budget" if binds else f"probe: {p.steps} step(s) at {p.per_step:.3g} s"
     how += f", evaluation {p.per_evaluation:.3g} s" + ("; the probe diverged: the runs may end early" if p.diverged else "")
     return GroupPlan(first.label, first.problem.name, runs, seconds, how)
 
 
-def plan_study(study: Study, measure: Callable[[RunSpec], Probe] = probe) -> StudyPlan:
-    """Group ``study``'s runs (algorithm point × problem; seeds together) and estimate each group with ``measure``.
+def _unestimated(runs: list[RunSpec], why: object) -> GroupPlan:
+    return GroupPlan(runs[0].label, runs[0].problem.name, runs, math.nan, f"not estimated: {why}")
 
-    The first group of each model is measured twice and the first result dropped: a process's first evaluation of a
-    model pays first-call costs (imports, compilation) that a worker pays once, not at every evaluation of every run.
-    """
+
+#: The models this process has probed.  A process's first probe of a model pays first-call costs (imports,
+#: compilation) that a worker pays once, not at every evaluation of every run: it is made twice, the first dropped.
+_PRIMED: set[str] = set()
+
+
+def _estimate(runs: list[RunSpec], measure: Callable[[RunSpec], Probe]) -> GroupPlan:
+    """The plan of one group (one algorithm point on one problem, its seeds) from ``measure`` of its first run, made
+    in this process after priming it for the group's model (:data:`_PRIMED`)."""
+    if runs[0].problem.model not in _PRIMED:
+        _PRIMED.add(runs[0].problem.model)
+        _group(runs, measure)
+    return _group(runs, measure)
+
+
+def _groups(study: Study) -> list[list[RunSpec]]:
+    """``study``'s runs by algorithm point and problem (a group's seeds cost the same), in the sweep's order."""
     groups: dict[tuple[str, str, str], list[RunSpec]] = {}
     for run in study.runs:
         groups.setdefault((run.algorithm, canonical_json(run.params), run.problem.key()), []).append(run)
-    out, primed = [], set()
-    for runs in groups.values():
-        if runs[0].problem.model not in primed:
-            primed.add(runs[0].problem.model)
-            _group(runs, measure)
-        out.append(_group(runs, measure))
-    return StudyPlan(study, out)
+    return list(groups.values())
+
+
+def plan_study(study: Study, measure: Callable[[RunSpec], Probe] = probe) -> StudyPlan:
+    """Group ``study``'s runs (algorithm point × problem; seeds together) and estimate each group with ``measure``,
+    in this process."""
+    return StudyPlan(study, [_estimate(runs, measure) for runs in _groups(study)])
+
+
+def plan_studies(studies: Sequence[Study], workers: int = 1,
+                 measure: Callable[[RunSpec], Probe] = probe) -> Iterator[StudyPlan]:
+    """Each study's :func:`plan_study`, in order, as it is ready.  With ``workers`` > 1 the groups are probed in
+    that many processes at once (each primed for itself), as the sweep would run them, so the plan's wall clock
+    falls with the workers; ``measure`` must then pickle (a module's function).  A group whose process failed is
+    not estimated, and says so."""
+    if workers <= 1:
+        yield from (plan_study(study, measure) for study in studies)
+        return
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(start_method(None)))
+    try:
+        pending = [(study, [(runs, pool.submit(_estimate, runs, measure)) for runs in _groups(study)])
+                   for study in studies]
+        for study, groups in pending:
+            yield StudyPlan(study, [_result(runs, future) for runs, future in groups])
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
+def _result(runs: list[RunSpec], future: Future) -> GroupPlan:
+    try:
+        return future.result()
+    except Exception as exc:  # its process died (out of memory, killed: the pool is broken) or could not take the task
+        return _unestimated(runs, f"its worker process failed ({type(exc).__name__}: {exc})")
 
 
 def wall_seconds(plans: Sequence[StudyPlan], workers: int) -> float:

@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 
 from .executors import require_distributed, run_dask, run_local
-from .plan import StudyPlan, format_study, format_total, plan_study
+from .plan import StudyPlan, format_study, format_total, plan_studies
 from .study import Study, StudyError, load_study
 from .sweep import run_study
 
@@ -101,8 +101,8 @@ def plan(reports: str | Path = "reports", names: list[str] | None = None, *, sca
     """What :func:`regenerate` with the same arguments would run and how long it would take (:mod:`svibench.plan`):
     each study's table as it is estimated, then the total; nothing is run or written, and the tree may be dirty."""
     plans = []
-    for study in _studies(Path(reports).resolve(), list(names or []), scale):
-        plans.append(plan_study(study))
-        log(format_study(plans[-1], workers))
+    for study_plan in plan_studies(_studies(Path(reports).resolve(), list(names or []), scale), workers):
+        plans.append(study_plan)
+        log(format_study(study_plan, workers))
     log(format_total(plans, workers))
     return plans

@@ -21,7 +21,8 @@ from .results import ResultsError, environment, read_run, run_files, write_json,
 from .spec import RunSpec, canonical_json
 from .study import Study
 
-__all__ = ["run_study", "SweepResult", "SweepError", "Pending", "pending_runs", "completed_runs", "check_data", "origins"]
+__all__ = ["run_study", "SweepResult", "SweepError", "Pending", "pending_runs", "completed_runs", "check_data",
+           "origins"]
 
 RETRYABLE = ("failed", "timeout")
 #: Seconds between two rewrites of the manifest during a sweep (and once at its end).  Rewriting it after every

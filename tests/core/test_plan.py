@@ -3,16 +3,17 @@ the runner's own evaluation count, and nothing run or written."""
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 import tomllib
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from svibench.cli import main
-from svibench.plan import PROBE_STEPS, Probe, evaluations, format_total, plan_study, probe, run_seconds, wall_seconds
+from svibench.plan import (PROBE_STEPS, Probe, evaluations, format_total, plan_studies, plan_study, probe, run_seconds,
+                           wall_seconds)
 from svibench.runner import execute
 from svibench.spec import Budget, Checkpoints
 from svibench.study import parse_study
@@ -158,3 +159,20 @@ def test_run_plan_estimates_the_runs_the_command_would_make_and_writes_nothing(t
     assert main(run + ["--plan"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the study file changed since" in err
+
+
+def _dies(run):
+    """A measure whose process dies mid-probe (as one killed for its memory would)."""
+    os._exit(1)
+
+
+def test_on_two_workers_the_groups_are_probed_in_two_processes_with_the_same_plan():
+    s = study()
+    one, two = plan_study(s), next(plan_studies([s], workers=2))
+    assert [(g.label, g.problem, [r.run_id for r in g.runs]) for g in two.groups] == \
+        [(g.label, g.problem, [r.run_id for r in g.runs]) for g in one.groups]
+    assert all(g.how.startswith("probe: ") and g.seconds > 0 for g in one.groups + two.groups)
+    assert all(0.2 < a.seconds / b.seconds < 5 for a, b in zip(one.groups, two.groups))  # timings, not identities
+    dead = next(plan_studies([s], workers=2, measure=_dies))
+    assert all(math.isnan(g.seconds) for g in dead.groups)
+    assert all(g.how.startswith("not estimated: its worker process failed") for g in dead.groups)

@@ -453,6 +453,7 @@ def test_the_report_says_what_each_metric_means_as_the_model_declares_it(report)
 def test_skipped_pairs_say_by_design_only_when_every_pair_is_incompatible():
     incompatible = {"problem": "gmm/x", "algorithm": "Chol", "reason": "gmm does not offer LatentGaussian"}
     missing = {"problem": "gmm/x", "algorithm": "scikit-learn BGMM", "reason": f"needs sklearn: {INSTALL}"}
-    assert skipped_pairs({"skipped": [incompatible]}).note == "Pairs the registry marks incompatible: not run, by design."
+    by_design = "Pairs the registry marks incompatible: not run, by design."
+    assert skipped_pairs({"skipped": [incompatible]}).note == by_design
     assert "library is not installed" in skipped_pairs({"skipped": [incompatible, missing]}).note
     assert skipped_pairs({"skipped": []}) is None
