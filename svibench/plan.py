@@ -43,7 +43,7 @@ __all__ = ["Probe", "GroupPlan", "StudyPlan", "probe", "run_seconds", "evaluatio
 PROBE_STEPS = 1000
 #: ... or this many CPU seconds of the algorithm, or the run's own budget, whichever comes first (at least one step).
 #: 0.25 s instead of 1 s cut the default-scale plan of the six studies with regenerated runs from 470-500 to
-#: 300-320 s of CPU; each study's estimate stayed within 0.98-1.17 of its runs' CPU (with 1 s: 0.97-1.21) (issue 33).
+#: 300-320 s of CPU; each study's estimate stayed within 0.97-1.14 of its runs' CPU (with 1 s: 0.97-1.21) (issue 33).
 PROBE_SECONDS = 0.25
 
 
