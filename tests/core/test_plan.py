@@ -139,7 +139,9 @@ def test_run_plan_estimates_the_runs_the_command_would_make_and_writes_nothing(t
     run = ["run", str(study_file), "-o", str(out), "--workers", "2"]
     assert main(run + ["--plan"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("plan (default scale): 6 runs, ") and " on 2 worker(s)" in lines[0] and len(lines) == 3
+    workers = min(2, os.cpu_count() or 1)  # run caps its workers at the cores
+    assert lines[0].startswith("plan (default scale): 6 runs, ") and f" on {workers} worker(s)" in lines[0]
+    assert len(lines) == 3
     assert not out.exists()
     assert main(run + ["-q", "--no-report"]) == 0
     gone = sorted((out / "runs").glob("*.nc"))[:2]
@@ -172,7 +174,9 @@ def test_on_two_workers_the_groups_are_probed_in_two_processes_with_the_same_pla
     assert [(g.label, g.problem, [r.run_id for r in g.runs]) for g in two.groups] == \
         [(g.label, g.problem, [r.run_id for r in g.runs]) for g in one.groups]
     assert all(g.how.startswith("probe: ") and g.seconds > 0 for g in one.groups + two.groups)
-    assert all(0.2 < a.seconds / b.seconds < 5 for a, b in zip(one.groups, two.groups))  # timings, not identities
+    # the same probes, each the whole of these short runs (their timings differ: not compared)
+    assert [g.how.split(" at ")[0] for g in two.groups] == [g.how.split(" at ")[0] for g in one.groups]
+    assert {g.how.split(" at ")[0] for g in one.groups} == {"probe: 30 step(s)", "probe: 3 step(s)"}
     dead = next(plan_studies([s], workers=2, measure=_dies))
     assert all(math.isnan(g.seconds) for g in dead.groups)
     assert all(g.how.startswith("not estimated: its worker process failed") for g in dead.groups)
