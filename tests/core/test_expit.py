@@ -1,10 +1,11 @@
 """The compiled logistic function (svibench.numerics.expit) against scipy's, over the whole line."""
 import math
 
+import numba
 import numpy as np
 from scipy.special import expit as scipy_expit
 
-from svibench.numerics.expit import X_MAX, X_MIN, _exp_poly, expit, expit_all
+from svibench.numerics.expit import EXPONENT_SHIFT, X_MAX, X_MIN, _as_bits, _as_double, _exp_poly, expit, expit_all
 
 
 def _grid():
@@ -36,3 +37,16 @@ def test_the_tree_summed_polynomial_is_exp_to_one_ulp_on_its_interval():
     r = np.linspace(-0.5 * math.log(2.0), 0.5 * math.log(2.0), 20_001)
     got = np.array([_exp_poly(x) for x in r])
     np.testing.assert_allclose(got, np.exp(r), rtol=1.5 * np.finfo(float).eps, atol=0)
+
+
+@numba.njit
+def _half_power_of_two(n):
+    return _as_double(_as_bits(n + EXPONENT_SHIFT) << 52)
+
+
+def test_the_exponent_bits_give_two_to_the_n_over_the_whole_range():
+    """2ⁿ⁻¹ as expit forms it, for every n that x ∈ [X_MIN, X_MAX] gives, against ldexp."""
+    n_min, n_max = math.floor(X_MIN / math.log(2.0) + 0.5), math.floor(X_MAX / math.log(2.0) + 0.5)
+    assert (n_min, n_max) == (-1021, 1024)
+    for n in range(n_min, n_max + 1):
+        assert _half_power_of_two(float(n)) == math.ldexp(1.0, n - 1), n
