@@ -279,6 +279,30 @@ def test_reparam_gradient_in_chunks_of_draws_is_the_gradient_of_all_draws_at_onc
     np.testing.assert_allclose(chunked, whole, rtol=1e-12, atol=1e-12)
 
 
+
+@pytest.mark.parametrize("family", ["meanfield", "full", "gamma"])
+def test_a_gradient_drawing_its_noise_in_chunks_draws_and_computes_what_one_draw_of_all_would(monkeypatch, family):
+    """BBVI's gradient draws its base draws a chunk at a time (noise_chunks): for the Gaussian and gamma families
+    the same numbers as one draw_noise of all, the same gradient bit for bit, and the generator left in the same
+    state."""
+    if family == "gamma":
+        model, kind = PoissonGammaMF(pmf_synthetic(rows=30, cols=40, factors=3, seed=0), n_factors=3), "meanfield"
+    else:
+        model, kind = BayesianLogisticRegression(breast_cancer(split=0), delta=1.0), family
+    alg = BBVI(estimator="reparam", n_samples=7, family=kind)
+    alg.init(model, np.random.default_rng(0))
+    alg.phi_ = alg.phi_ + 0.1 * np.random.default_rng(1).standard_normal(alg.phi_.shape)
+    monkeypatch.setattr(bbvi_module, "REPARAM_CHUNK_BYTES", 8 * alg.q_.dim * 2)  # 2 draws per chunk: 4 chunks
+    alg.rng_, rng = np.random.default_rng(3), np.random.default_rng(3)
+    whole = reparam_gradient(model, alg.q_, alg.phi_, alg.q_.draw_noise(rng, 7), None)
+    sizes, draw_noise = [], alg.q_.draw_noise
+    monkeypatch.setattr(alg.q_, "draw_noise", lambda rng_, size: sizes.append(size) or draw_noise(rng_, size))
+    chunked = alg.gradient(None)
+    assert sizes == [2, 2, 2, 1]  # never all 7 at once
+    np.testing.assert_array_equal(chunked, whole)
+    assert alg.rng_.bit_generator.state == rng.bit_generator.state
+
+
 _STUDY = """
 [study]
 name = "t"
