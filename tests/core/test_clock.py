@@ -80,10 +80,11 @@ def test_time_is_the_cpu_clock_and_wall_time_the_wall_clock_over_init_and_steps_
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs os.sched_setaffinity (Linux)")
 def test_a_competing_busy_process_moves_wall_time_but_not_cpu_time():
     """One CPU shared with a busy loop: the run gets about half of it, so its wall time is about twice
-    the time alone (asserted > 1.5x); its CPU time stays within 25% (measured: +9% to +13%, what sharing
-    a core costs in caches and context switches).  A wall-clock runner fails this.  Each is run twice,
-    alternated, and the fastest of each is compared: load from outside the test (other processes on
-    this CPU) only ever adds time, and once it pushed a single loaded run to +28%."""
+    the time alone (asserted > 1.5x); its CPU time moves by less than half as much as its wall time, by what
+    sharing a core costs in caches and context switches (measured: +9% to +13% on an AVX-512 machine, +27% to
+    +32% on a slower, noisier AVX2 one).  A wall-clock runner, whose time is the wall time, fails this.  Each
+    is run twice, alternated, and the fastest of each is compared: load from outside the test (other
+    processes on this CPU) only ever adds time."""
     cpu = max(os.sched_getaffinity(0))
     out = subprocess.run([sys.executable, "-c", CHILD, str(cpu)], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr
@@ -94,8 +95,10 @@ def test_a_competing_busy_process_moves_wall_time_but_not_cpu_time():
         assert run["elbo"] == runs["alone"][0]["elbo"]  # the same run, checkpoint for checkpoint
     assert alone["time"][-1] > 0.5  # long enough for the load to show
     late = alone["time"] >= 0.25  # the checkpoints past the first few milliseconds
-    np.testing.assert_allclose(loaded["time"][late], alone["time"][late], rtol=0.25)
-    assert loaded["wall_time"][-1] > 1.5 * alone["wall_time"][-1]
+    cpu_moved = loaded["time"][late] / alone["time"][late] - 1
+    wall_moved = loaded["wall_time"][-1] / alone["wall_time"][-1] - 1
+    assert wall_moved > 0.5
+    assert np.all(np.abs(cpu_moved) < 0.5 * wall_moved), (cpu_moved, wall_moved)
 
 
 def test_every_builtin_algorithm_says_what_a_step_is():

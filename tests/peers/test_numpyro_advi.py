@@ -127,7 +127,8 @@ def test_runner_fused_trajectory_is_the_single_step_one_and_compiles_in_the_warm
     assert fused.attrs["status"] == single.attrs["status"] == "ok"
     np.testing.assert_array_equal(fused["iteration"].values, single["iteration"].values)
     np.testing.assert_allclose(fused["elbo"].values, single["elbo"].values, rtol=1e-12)
-    assert fused.attrs["warmup_seconds"] > 0.5 > 20 * fused["time"].values[-1]
+    # the compile (seconds) is the warm-up's, and the run's own time a small part of it
+    assert fused.attrs["warmup_seconds"] > 0.5 and fused["time"].values[-1] < 0.1 * fused.attrs["warmup_seconds"]
 
 
 def test_a_missing_library_is_a_skip_with_the_install_command(monkeypatch):
