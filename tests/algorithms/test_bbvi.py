@@ -279,7 +279,6 @@ def test_reparam_gradient_in_chunks_of_draws_is_the_gradient_of_all_draws_at_onc
     np.testing.assert_allclose(chunked, whole, rtol=1e-12, atol=1e-12)
 
 
-
 @pytest.mark.parametrize("family", ["meanfield", "full", "gamma"])
 def test_a_gradient_drawing_its_noise_in_chunks_draws_and_computes_what_one_draw_of_all_would(monkeypatch, family):
     """BBVI's gradient draws its base draws a chunk at a time (noise_chunks): for the Gaussian and gamma families
