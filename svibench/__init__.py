@@ -5,7 +5,10 @@
 """
 from importlib.metadata import PackageNotFoundError, version
 
+from .numerics import jit_cache
 from .results import open_results
+
+jit_cache.install()  # before any of svibench's modules compiles (svibench.numerics.jit_cache)
 
 try:
     __version__ = version("svibench")

@@ -1,0 +1,42 @@
+"""A compiled function is compiled again when the file of a compiled function it calls changes, and loaded from
+numba's on-disk cache otherwise (``svibench.numerics.jit_cache``)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from svibench.models.bpfa import kernels
+from svibench.numerics import jit_cache
+
+CALLEE = "import numba\n\n\n@numba.njit(cache=True)\ndef f():\n    return {value}\n"
+CALLER = "import numba\nfrom callee import f\n\n\n@numba.njit(cache=True)\ndef g():\n    return f()\n"
+# A fresh process: g's value, and how many of its compilations came from the disk cache.
+RUN = """import sys
+sys.path.insert(0, {folder!r})
+from svibench.numerics import jit_cache
+jit_cache.PACKAGES.add("caller")
+import caller
+print(caller.g(), sum(caller.g.stats.cache_hits.values()))
+"""
+
+
+def _run(folder: Path) -> tuple[int, int]:
+    out = subprocess.run([sys.executable, "-c", RUN.format(folder=str(folder))], check=True, capture_output=True,
+                         text=True).stdout.split()
+    return int(out[0]), int(out[1])
+
+
+def test_editing_a_compiled_callee_compiles_its_caller_again(tmp_path):
+    (tmp_path / "callee.py").write_text(CALLEE.format(value=1))
+    (tmp_path / "caller.py").write_text(CALLER)
+    assert _run(tmp_path) == (1, 0)  # compiled, and written to caller's __pycache__
+    assert _run(tmp_path) == (1, 1)  # loaded from it: the stamp is the same in another process
+    (tmp_path / "callee.py").write_text(CALLEE.format(value=2))
+    assert _run(tmp_path) == (2, 0)  # numba's own stamp (caller.py's hash) loads the stale g: (1, 1)
+
+
+def test_the_bpfa_kernels_are_stamped_with_the_compiled_sigmas_file():
+    files = [Path(f) for f in jit_cache.callee_files(kernels.factor_sweeps.py_func)]
+    assert Path(kernels.__file__).resolve() in files and Path(jit_cache.__file__).with_name("expit.py") in files
+    assert isinstance(kernels.factor_sweeps._cache._impl.locator, jit_cache.InTreeLocator)
