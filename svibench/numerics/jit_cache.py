@@ -42,12 +42,12 @@ def _code_objects(code: types.CodeType):
 
 def _compiled_callees(py_func: types.FunctionType) -> list[types.FunctionType]:
     """The Python functions behind the compiled functions and intrinsics that ``py_func`` names: its globals, and
-    the attributes of the modules among them."""
+    the attributes of the modules among them (those already set: no lazy import or deprecation is triggered)."""
     names = {name for code in _code_objects(py_func.__code__) for name in code.co_names}
     found = []
     for name in names:
         obj = py_func.__globals__.get(name)
-        candidates = [getattr(obj, attr, None) for attr in names] if isinstance(obj, types.ModuleType) else [obj]
+        candidates = [vars(obj).get(attr) for attr in names] if isinstance(obj, types.ModuleType) else [obj]
         for candidate in candidates:
             source = getattr(candidate, "py_func", None) or getattr(candidate, "_defn", None)  # dispatcher, intrinsic
             if isinstance(source, types.FunctionType):
@@ -56,7 +56,8 @@ def _compiled_callees(py_func: types.FunctionType) -> list[types.FunctionType]:
 
 
 def callee_files(py_func: types.FunctionType) -> list[str]:
-    """The source files of ``py_func`` and of every compiled function it calls, directly or not, sorted."""
+    """The source files of ``py_func`` and of every compiled function it calls, directly or not, sorted (those on
+    disk: a function made from a string has no file to stamp)."""
     seen, files, todo = set(), set(), [py_func]
     while todo:
         func = todo.pop()
@@ -65,7 +66,7 @@ def callee_files(py_func: types.FunctionType) -> list[str]:
         seen.add(func)
         files.add(os.path.abspath(inspect.getfile(func)))
         todo += _compiled_callees(func)
-    return sorted(files)
+    return sorted(path for path in files if os.path.isfile(path))
 
 
 @functools.lru_cache(maxsize=None)
@@ -83,7 +84,7 @@ class _CalleeStamped:
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        if py_func.__module__.partition(".")[0] not in PACKAGES:
+        if (py_func.__module__ or "").partition(".")[0] not in PACKAGES:
             return None
         locator = super().from_function(py_func, py_file)
         if locator is not None:
