@@ -18,13 +18,14 @@ another module is imported by then.
 """
 from __future__ import annotations
 
-import functools
-import hashlib
 import inspect
 import os
 import types
+from pathlib import Path
 
 from numba.core import caching
+
+from ..data import sha256_of
 
 __all__ = ["PACKAGES", "callee_files", "install"]
 
@@ -69,13 +70,6 @@ def callee_files(py_func: types.FunctionType) -> list[str]:
     return sorted(path for path in files if os.path.isfile(path))
 
 
-@functools.lru_cache(maxsize=None)
-def _file_hash(path: str, mtime: float, size: int) -> str:
-    """SHA-256 of the file (memoised on its mtime and size, as numba does)."""
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
 class _CalleeStamped:
     """Mixin for a numba locator: the stamp is the hashes of :func:`callee_files`, for the functions of
     :data:`PACKAGES` only (the locator declines the others, which go to numba's own)."""
@@ -92,8 +86,7 @@ class _CalleeStamped:
         return locator
 
     def get_source_stamp(self):
-        stats = [os.stat(path) for path in self._files]
-        return tuple(_file_hash(path, st.st_mtime, st.st_size) for path, st in zip(self._files, stats))
+        return tuple(sha256_of(Path(path)) for path in self._files)
 
 
 class UserProvidedLocator(_CalleeStamped, caching.UserProvidedCacheLocator):
