@@ -26,6 +26,7 @@ References
 from __future__ import annotations
 
 import dataclasses
+import functools
 from abc import ABC, abstractmethod
 from typing import ClassVar, Self
 
@@ -41,10 +42,17 @@ LOG_2PI = float(np.log(2.0 * np.pi))
 def _require(condition: ArrayLike, message: str) -> None:
     """Raise ``ValueError(message)`` unless every element of ``condition`` holds.
 
-    NaNs compare false, so they are rejected too.
+    NaNs compare false, so they are rejected too.  (``ndarray.all`` rather than ``np.all``: half the call's
+    cost, and the domain checks are on SVI's hot path.)
     """
-    if not np.all(condition):
+    if not np.asarray(condition).all():
         raise ValueError(message)
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    """The dataclass field names of ``cls`` in order (``dataclasses.fields`` costs a call per use)."""
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 def _inner(a: Parametrization, b: Parametrization) -> np.ndarray:
@@ -76,12 +84,27 @@ class Parametrization(ABC):
     __array_ufunc__ = None
 
     def __post_init__(self) -> None:
-        names = [f.name for f in dataclasses.fields(self)]
+        names = _field_names(type(self))
         arrays = [np.asarray(getattr(self, n), dtype=float) for n in names]
-        sizes = {x.shape[-1] for r, x in zip(self._field_ranks, arrays) if r}
+        if not self._same_layout(arrays):
+            arrays = self._broadcast(names, arrays)
+        for name, x in zip(names, arrays):
+            object.__setattr__(self, name, x)
+
+    def _same_layout(self, arrays: list[np.ndarray]) -> bool:
+        """True when the fields need no checks and no broadcasting: one shape, and every field of one rank ≤ 1
+        (the common case, e.g. an SVI iterate built from its own arrays; the construction cost is on its hot path)."""
+        ranks, shape = self._field_ranks, arrays[0].shape
+        return ranks[0] <= 1 and len(shape) >= ranks[0] and all(r == ranks[0] for r in ranks) \
+            and all(x.shape == shape for x in arrays)
+
+    def _broadcast(self, names: tuple[str, ...], arrays: list[np.ndarray]) -> list[np.ndarray]:
+        """The fields checked for consistent event axes and broadcast to a common batch shape."""
         for name, rank, x in zip(names, self._field_ranks, arrays):
             if x.ndim < rank:
                 raise ValueError(f"{type(self).__name__}.{name} needs at least {rank} axes, got {x.shape}")
+        sizes = {x.shape[-1] for r, x in zip(self._field_ranks, arrays) if r}
+        for rank, x in zip(self._field_ranks, arrays):
             if rank and (len(sizes) != 1 or len(set(x.shape[x.ndim - rank:])) != 1):
                 shapes = [a.shape for a in arrays]
                 raise ValueError(f"{type(self).__name__}: inconsistent event axes, got shapes {shapes}")
@@ -90,14 +113,13 @@ class Parametrization(ABC):
         except ValueError as err:
             shapes = [a.shape for a in arrays]
             raise ValueError(f"{type(self).__name__}: batch shapes do not broadcast: {shapes}") from err
-        for name, rank, x in zip(names, self._field_ranks, arrays):
-            target = batch + x.shape[x.ndim - rank:]
-            object.__setattr__(self, name, x if x.shape == target else np.broadcast_to(x, target))
+        targets = [batch + x.shape[x.ndim - r:] for r, x in zip(self._field_ranks, arrays)]
+        return [x if x.shape == target else np.broadcast_to(x, target) for x, target in zip(arrays, targets)]
 
     # ---------------------------------------------------------------- shapes
     def arrays(self) -> tuple[np.ndarray, ...]:
         """The field arrays in field order (no copy)."""
-        return tuple(getattr(self, f.name) for f in dataclasses.fields(self))
+        return tuple(getattr(self, n) for n in _field_names(type(self)))
 
     @property
     def batch_shape(self) -> tuple[int, ...]:

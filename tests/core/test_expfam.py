@@ -388,6 +388,7 @@ INVALID = [
     (lambda: DirichletNatural.from_concentration([1.0, 0.0]), "concentration must be positive"),
     (lambda: DirichletMean([-0.1, -0.1]).to_natural(), "Jensen"),
     (lambda: GammaNatural([1.0, 2.0], [-1.0, -1.0, -1.0]), "batch shapes do not broadcast"),
+    (lambda: CategoricalNatural(0.0), "needs at least 1 axes"),
     (lambda: GammaNatural.unflatten(np.zeros(5), (3,)), "length 6"),
 ]
 
@@ -482,3 +483,14 @@ def test_dirichlet_sampling_handles_small_concentrations():
 def test_parameter_fields_broadcast_to_a_common_batch_shape():
     p = GaussianFullNatural(np.zeros(2), -0.5 * np.broadcast_to(np.eye(2), (3, 2, 2)))
     assert p.batch_shape == (3,) and p.event_shape == (2,) and p.eta1.shape == (3, 2)
+    g = GammaNatural(1.0, [-1.0, -2.0])  # a scalar field against a vector one: broadcast, not the same-shape path
+    assert g.eta1.shape == (2,) and g.batch_shape == (2,)
+
+
+def test_fields_of_one_shape_are_float_arrays_and_not_copied():
+    """The same-shape construction (SVI's hot path) converts like the general one and keeps float arrays as given."""
+    g = GammaNatural([1, 2], [-1, -3])
+    assert g.eta1.dtype == g.eta2.dtype == np.float64 and isinstance(g.eta1, np.ndarray)
+    eta = np.array([[0.1, 0.2], [0.3, 0.4]])
+    c = CategoricalNatural(eta)
+    assert c.eta is eta and c.batch_shape == (2,) and c.event_shape == (2,)
