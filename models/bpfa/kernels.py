@@ -86,8 +86,9 @@ LANES = 16
 #: Features whose dot products the Gibbs kernel takes in one pass (``_dots`` has one accumulator for each).
 BLOCK = 8
 
-#: ``error_model="numpy"``: a division by zero gives inf or NaN (caught as divergence after the step) instead of
-#: raising, so numba adds no zero check before each division; the results are the same bits.
+#: ``error_model="numpy"``: a division by zero gives inf or NaN instead of raising (the run then ends diverged:
+#: SVI's λ is checked after each step, the sampler's metrics at each checkpoint), so numba adds no zero check
+#: before each division; otherwise the results are the same bits.
 _jit = numba.njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
 
 # scipy.special.ndtri's C entry point, called by symbol name (a ctypes pointer would stop caching).
