@@ -10,20 +10,23 @@ same matrix from it.
 
 Splits follow the authors' code (emtiyaz/cvi, ``get_data_log_reg.m``): a1a and
 a7a use the official train/test files (a1a's training matrix has 119 columns
-and is padded with zeros to 123); australian, breast-cancer and colon-cancer
-are split at random into halves (⌊N/2⌋ training rows), the permutation drawn
-from ``split`` (a seed).  Labels are mapped to {0, 1}.  covtype (the paper's
+and is padded with zeros to 123); australian, breast-cancer, colon-cancer and
+covtype are split into halves (⌊N/2⌋ training rows, the first ⌊N/2⌋ of a
+permutation).  ``split = "paper"`` rebuilds the authors' permutation
+(:func:`paper_permutation`); an integer ``split`` seeds a random permutation of
+our own.  Labels are mapped to {0, 1}.  covtype (the paper's
 "Covtype-binary-scale") is built from UCI's covtype.data as LIBSVM builds
 covtype.binary.scale (class 2 against the rest, features min–max scaled to
-[0, 1] over all 581,012 rows) and split into random halves like the others
+[0, 1] over all 581,012 rows) and split into halves like the others
 (290,506 training rows, Table 3's N); the authors' .mat copy is too large to be
 held in the stored repositories.  As for every dataset here, the model adds the
 bias column and the prior (``get_data_log_reg.m`` prepends a column of ones).
 
 Parameters
 ----------
-split : int
-    Seed of the random permutation that splits the rows into training and test halves (⌊N/2⌋ training rows).
+split : int or "paper"
+    ``"paper"``: the authors' permutation (:func:`paper_permutation`); an integer: the seed of a random
+    permutation of our own.  Either way the first ⌊N/2⌋ permuted rows train and the rest test.
 """
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ import scipy.sparse
 
 from svibench.data import DataError, DataFile, Dataset, DatasetUnavailable, data_dir, dataset, fetch
 
-__all__ = ["read_libsvm", "a1a", "a7a", "australian", "breast_cancer", "colon_cancer", "covtype", "covtype_binary_scale"]
+__all__ = ["read_libsvm", "paper_permutation", "PAPER_SPLITS", "a1a", "a7a", "australian", "breast_cancer", "colon_cancer", "covtype", "covtype_binary_scale"]
 
 _CVI = "emtiyaz/cvi@b800dc91a4391291202c2c7bc66dad94b6cc9b6b"
 _CVI_URL = "https://raw.githubusercontent.com/emtiyaz/cvi/b800dc91a4391291202c2c7bc66dad94b6cc9b6b/log_reg/datasets/"
@@ -146,6 +149,37 @@ def covtype_binary_scale(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return X, (label == 2).astype(float)
 
 
+#: The data sets whose paper split :func:`paper_permutation` rebuilds (a1a and a7a have official files instead).
+PAPER_SPLITS = ("australian", "breast-cancer", "colon-cancer", "covtype")
+
+#: ``seed`` of the authors' ``log_reg_expt.m``, passed to ``setSeed`` before ``split_data``.
+PAPER_SEED = 1
+
+
+def paper_permutation(n: int) -> np.ndarray:
+    """The authors' ``randperm(n)`` after ``setSeed(1)`` (0-based), rebuilding Khan & Lin (2017)'s splits.
+
+    ``setSeed(s)`` (emtiyaz/cvi, ``utils/setSeed.m``) calls ``rand('twister', s)``: MATLAB's MT19937
+    initialised by ``init_genrand(s)``, drawing 53-bit doubles, the stream of numpy's legacy
+    ``RandomState(s).random_sample`` (the documented legacy stream this split needs; every other draw in
+    svibench comes from a ``Generator``).  The MATLAB ``randperm`` of the authors' release returned the
+    sort order of n such draws (``[~, p] = sort(rand(1, n))``; ties have probability ~n²2⁻⁵³), and
+    ``split_data`` trains on its first ⌊n/2⌋ entries.
+    """
+    return np.argsort(np.random.RandomState(PAPER_SEED).random_sample(n), kind="stable")
+
+
+def _permutation(name: str, n: int, split: int | str) -> tuple[np.ndarray, str]:
+    """The row permutation of ``split`` and how the split is described."""
+    if isinstance(split, str):
+        if split != "paper":
+            raise ValueError(f"{name}: split must be an integer seed or \"paper\", got {split!r}")
+        return paper_permutation(n), f"the paper's halves (authors' randperm after setSeed({PAPER_SEED}))"
+    if isinstance(split, bool) or not isinstance(split, (int, np.integer)):
+        raise ValueError(f"{name}: split must be an integer seed or \"paper\", got {split!r}")
+    return np.random.default_rng(split).permutation(n), f"random halves, permutation seed {split}"
+
+
 def _files(*keys: str) -> tuple[DataFile, ...]:
     """The files a dataset reads: each LIBSVM text file, or else the .mat file holding the same matrix."""
     return tuple(dict.fromkeys(f for key in keys for f in FILES[key][:2]))
@@ -216,14 +250,14 @@ def _official(name: str, train: str, test: str, n_features: int) -> Dataset:
                    {"source": FILES[train][0].source, "split": "official train/test files"})
 
 
-def _halves(name: str, key: str, n_features: int, split: int) -> Dataset:
+def _halves(name: str, key: str, n_features: int, split: int | str) -> Dataset:
     X, y = _load(key, n_features)
     y = _binary(y, name)
-    perm = np.random.default_rng(split).permutation(X.shape[0])
+    perm, how = _permutation(name, X.shape[0], split)
     n_train = X.shape[0] // 2
     tr, te = perm[:n_train], perm[n_train:]
     return Dataset(name, "classification", {"X": X[tr], "y": y[tr]}, {"X": X[te], "y": y[te]},
-                   {"source": FILES[key][0].source, "split": f"random halves, permutation seed {split}"})
+                   {"source": FILES[key][0].source, "split": how})
 
 
 @dataset("a1a", kind="classification", description="LIBSVM a1a (Adult): official split, 1,605 train / 30,956 test, 123 features",
@@ -240,32 +274,34 @@ def a7a() -> Dataset:
     return _official("a7a", "a7a", "a7a.t", 123)
 
 
-@dataset("australian", kind="classification", description="LIBSVM australian_scale: 690 × 14, random halves",
-         files=_files("australian_scale"))
-def australian(*, split: int = 0) -> Dataset:
-    """australian_scale split into random halves (345 train) by the seed ``split``."""
+@dataset("australian", kind="classification", description="LIBSVM australian_scale: 690 × 14, the paper's or random halves",
+         files=_files("australian_scale"), paper_split=True)
+def australian(*, split: int | str = 0) -> Dataset:
+    """australian_scale split into halves (345 train): the paper's, or random by the seed ``split``."""
     return _halves("australian", "australian_scale", 14, split)
 
 
-@dataset("breast-cancer", kind="classification", description="LIBSVM breast-cancer_scale: 683 × 10, random halves",
-         files=_files("breast-cancer_scale"))
-def breast_cancer(*, split: int = 0) -> Dataset:
-    """breast-cancer_scale (labels 2/4 → 0/1) split into random halves (341 train) by the seed ``split``."""
+@dataset("breast-cancer", kind="classification", description="LIBSVM breast-cancer_scale: 683 × 10, the paper's or random halves",
+         files=_files("breast-cancer_scale"), paper_split=True)
+def breast_cancer(*, split: int | str = 0) -> Dataset:
+    """breast-cancer_scale (labels 2/4 → 0/1) split into halves (341 train): the paper's, or random by the seed ``split``."""
     return _halves("breast-cancer", "breast-cancer_scale", 10, split)
 
 
-@dataset("colon-cancer", kind="classification", description="LIBSVM colon-cancer: 62 × 2000, random halves",
-         files=_files("colon-cancer"))
-def colon_cancer(*, split: int = 0) -> Dataset:
-    """colon-cancer split into random halves (31 train) by the seed ``split``."""
+@dataset("colon-cancer", kind="classification", description="LIBSVM colon-cancer: 62 × 2000, the paper's or random halves",
+         files=_files("colon-cancer"), paper_split=True)
+def colon_cancer(*, split: int | str = 0) -> Dataset:
+    """colon-cancer split into halves (31 train): the paper's, or random by the seed ``split``."""
     return _halves("colon-cancer", "colon-cancer", 2000, split)
 
 
 @dataset("covtype", kind="classification",
-         description="covtype.binary.scale (UCI covtype, class 2 vs rest, min-max scaled): 581,012 x 54, random halves",
-         files=(COVTYPE,))
-def covtype(*, split: int = 0, n_train: int | None = None) -> Dataset:
-    """The CVI paper's "Covtype-binary-scale" split into random halves (290,506 train) by the seed ``split``.
+         description="covtype.binary.scale (UCI covtype, class 2 vs rest, min-max scaled): 581,012 x 54, the paper's or random halves",
+         files=(COVTYPE,), paper_split=True)
+def covtype(*, split: int | str = 0, n_train: int | None = None) -> Dataset:
+    """The CVI paper's "Covtype-binary-scale" split into halves (290,506 train): the paper's, or random by
+    the seed ``split``.  The paper's split needs LIBSVM's row order, which is UCI's file order
+    (:data:`COVTYPE_ROWS` rows of covtype.data, as LIBSVM's covtype.binary lists them).
 
     Parameters
     ----------
@@ -277,8 +313,7 @@ def covtype(*, split: int = 0, n_train: int | None = None) -> Dataset:
     n = half if n_train is None else n_train
     if not 1 <= n <= half:
         raise ValueError(f"covtype: n_train must be between 1 and {half} (each random half), got {n_train}")
-    perm = np.random.default_rng(split).permutation(COVTYPE_ROWS)
+    perm, how = _permutation("covtype", COVTYPE_ROWS, split)
     X, y = covtype_binary_scale(np.concatenate([perm[:n], perm[half:half + n]]))  # one array: train rows, then test
     return Dataset("covtype", "classification", {"X": X[:n], "y": y[:n]}, {"X": X[n:], "y": y[n:]},
-                   {"source": COVTYPE.source, "split": f"random halves, permutation seed {split}"
-                    + (f", first {n} rows of each" if n_train is not None else "")})
+                   {"source": COVTYPE.source, "split": how + (f", first {n} rows of each" if n_train is not None else "")})

@@ -185,22 +185,24 @@ class DatasetInfo:
     description: str
     loader: Callable[..., Dataset]
     files: tuple[DataFile, ...] = ()
+    paper_split: bool = False
 
 
-def dataset(name: str, *, kind: str, description: str = "",
-            files: tuple[DataFile, ...] = ()) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
+def dataset(name: str, *, kind: str, description: str = "", files: tuple[DataFile, ...] = (),
+            paper_split: bool = False) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
     """Mark a loader function as the dataset ``name``.
 
     The registry collects marked functions from the modules of
     ``svibench.datasets`` (and from plugins).  The loader's keyword arguments
     are the dataset's parameters in a study file; a ``seed`` parameter, if
     any, seeds synthetic generation or random splits.  ``files`` are the
-    :class:`DataFile` s it reads (``svibench describe`` lists them, present or not).
+    :class:`DataFile` s it reads (``svibench describe`` lists them, present or not).  ``paper_split``:
+    the loader's ``split`` also takes ``"paper"``, the split of the paper the dataset comes from.
     """
 
     def mark(loader: Callable[..., Dataset]) -> Callable[..., Dataset]:
         doc = description or (loader.__doc__ or "").strip().split("\n")[0]
-        loader._svibench_dataset = DatasetInfo(name, kind, doc, loader, tuple(files))  # type: ignore[attr-defined]
+        loader._svibench_dataset = DatasetInfo(name, kind, doc, loader, tuple(files), paper_split)  # type: ignore[attr-defined]
         return loader
 
     return mark

@@ -164,3 +164,64 @@ def test_covtype_n_train_keeps_the_first_rows_of_each_half_of_the_same_split(cov
     np.testing.assert_array_equal(small.test["y"], covtype0.test["y"][:1000])
     with pytest.raises(ValueError, match=r"n_train must be between 1 and 290506 \(each random half\), got 290507"):
         libsvm.covtype(n_train=290507)
+
+
+def _mt19937_res53(seed: int, n: int) -> np.ndarray:
+    """MATLAB's rand('twister', seed) written out from the MT19937 reference (init_genrand, genrand_int32,
+    genrand_res53), independently of numpy: the stream :func:`libsvm.paper_permutation` sorts."""
+    mt = [seed & 0xFFFFFFFF]
+    for i in range(1, 624):
+        mt.append((1812433253 * (mt[-1] ^ (mt[-1] >> 30)) + i) & 0xFFFFFFFF)
+    out, index = [], 624
+
+    def word() -> int:
+        nonlocal index
+        if index == 624:
+            for k in range(624):
+                y = (mt[k] & 0x80000000) | (mt[(k + 1) % 624] & 0x7FFFFFFF)
+                mt[k] = mt[(k + 397) % 624] ^ (y >> 1) ^ (0x9908B0DF if y & 1 else 0)
+            index = 0
+        y = mt[index]
+        index += 1
+        y ^= y >> 11
+        y ^= (y << 7) & 0x9D2C5680
+        y ^= (y << 15) & 0xEFC60000
+        return y ^ (y >> 18)
+
+    for _ in range(n):
+        a, b = word() >> 5, word() >> 6
+        out.append((a * 67108864.0 + b) / 9007199254740992.0)
+    return np.array(out)
+
+
+def test_the_paper_permutation_sorts_matlabs_twister_stream():
+    draws = _mt19937_res53(1, 62)
+    assert draws[0] == 0.417022004702574  # MATLAB: rand('twister', 1); rand → 0.417022004702574
+    np.testing.assert_array_equal(libsvm.paper_permutation(62), np.argsort(draws, kind="stable"))
+
+
+@pytest.mark.parametrize("loader, rows", [(libsvm.australian, 690), (libsvm.breast_cancer, 683), (libsvm.colon_cancer, 62)])
+def test_the_paper_split_trains_on_the_first_half_of_the_authors_permutation(loader, rows):
+    """split = "paper": the training rows are the first ⌊N/2⌋ of randperm(N) after setSeed(1), in that order."""
+    whole, paper = loader(split=0), loader(split="paper")
+    X = libsvm.read_libsvm(data_dir() / libsvm.FILES[{690: "australian_scale", 683: "breast-cancer_scale",
+                                                      62: "colon-cancer"}[rows]][0].path)[0].toarray()
+    perm = libsvm.paper_permutation(rows)
+    np.testing.assert_array_equal(paper.train["X"].toarray(), X[perm[:rows // 2]])
+    np.testing.assert_array_equal(paper.test["X"].toarray(), X[perm[rows // 2:]])
+    assert paper.meta["split"].startswith("the paper's halves") and whole.meta["split"].startswith("random halves")
+
+
+@pytest.mark.parametrize("split", ["Paper", 1.5, True])
+def test_a_split_that_is_neither_a_seed_nor_paper_is_refused(split):
+    with pytest.raises(ValueError, match='integer seed or "paper"'):
+        libsvm.australian(split=split)
+
+
+@needs_covtype
+def test_covtype_paper_split_trains_on_the_first_half_of_the_authors_permutation(covtype0):
+    paper = libsvm.covtype(split="paper", n_train=1000)
+    perm = libsvm.paper_permutation(libsvm.COVTYPE_ROWS)
+    X, y = libsvm.covtype_binary_scale(np.concatenate([perm[:1000], perm[libsvm.COVTYPE_ROWS // 2:][:1000]]))
+    np.testing.assert_array_equal(paper.train["X"], X[:1000])
+    np.testing.assert_array_equal(paper.test["y"], y[1000:])
