@@ -43,6 +43,9 @@ class Model:
     #: The posterior types :meth:`evaluate` takes (empty: not checked), so that an algorithm
     #: handing out anything else is told so in one line instead of failing inside ``evaluate``.
     posterior_types: ClassVar[tuple[type, ...]] = ()
+    #: Keyword parameters that choose how algorithms approximate the model, not the model: its posterior, and so
+    #: a reference posterior of it (:mod:`svibench.reference`), does not depend on them.
+    approximation_params: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, data: Dataset) -> None:
         if data.kind not in self.data_kinds:

@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse
 
 from svibench.data import Dataset
+from svibench.registry import RegistryError, get_registry
 from svibench.spec import ProblemSpec, canonical_json
 
 __all__ = ["Reference", "ReferenceError", "StaleReference", "FORMAT", "reference_dir", "problem_identity",
@@ -50,9 +51,19 @@ def reference_dir() -> Path:
     return Path(env).expanduser() if env else Path(__file__).resolve().parents[2] / "references"
 
 
+def _posterior_params(model: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` without the model's ``approximation_params`` (a model the registry does not know keeps all)."""
+    try:
+        dropped = get_registry().model(model).approximation_params
+    except RegistryError:
+        dropped = ()
+    return {k: v for k, v in params.items() if k not in dropped}
+
+
 def problem_identity(spec: ProblemSpec) -> dict[str, Any]:
-    """What the posterior depends on: the problem's key fields without its name."""
-    return {"model": spec.model, "dataset": spec.dataset, "model_params": spec.model_params,
+    """What the posterior depends on: the problem's key fields without its name, and without the model parameters
+    that only choose how algorithms approximate it (:attr:`svibench.model.Model.approximation_params`)."""
+    return {"model": spec.model, "dataset": spec.dataset, "model_params": _posterior_params(spec.model, spec.model_params),
             "dataset_params": spec.dataset_params}
 
 
@@ -87,10 +98,12 @@ def data_checksum(data: Dataset) -> str:
 
 
 def resolved_model_params(model_cls: type, params: dict[str, Any]) -> dict[str, Any]:
-    """The model's keyword parameters with their defaults filled in (a changed default makes a reference stale)."""
+    """The model's keyword parameters with their defaults filled in (a changed default makes a reference stale), but
+    for its ``approximation_params``."""
     defaults = {p.name: p.default for p in inspect.signature(model_cls.__init__).parameters.values()
                 if p.kind == p.KEYWORD_ONLY and p.default is not p.empty}
-    return json.loads(canonical_json({**defaults, **params}))
+    dropped = getattr(model_cls, "approximation_params", ())
+    return json.loads(canonical_json({k: v for k, v in {**defaults, **params}.items() if k not in dropped}))
 
 
 @dataclass
