@@ -28,7 +28,7 @@ import scipy.linalg
 import scipy.sparse
 
 from svibench.algorithm import Algorithm
-from svibench.capabilities.latent_gaussian import GaussianPosterior, LatentGaussian, expected_loglik
+from svibench.capabilities.latent_gaussian import GaussianFromSites, GaussianPosterior, LatentGaussian, expected_loglik
 from svibench.numerics.lbfgs import LBFGS
 from svibench.numerics.quadrature import ACCURATE, expectation_rule
 
@@ -81,7 +81,10 @@ class Chol(Algorithm):
     memory : int
         L-BFGS memory (number of correction pairs).
     init_scale : float
-        Initial L̃ = init_scale · I (m̃ = 0).
+        Initial L̃ = init_scale · I (m̃ = 0), unless the initial sites are given.
+    init_lam1, init_lam2 : float, optional
+        Start instead at q₀ = prior × sites exp(λ̃₁ηₙ + λ̃₂ηₙ²), as the authors' code does (emtiyaz/cvi,
+        ``baseline_infer.m``, case ``'Chol'``: 0.01 and −0.25, i.e. site precisions 0.5).
     precondition : bool
         Diagonal prior: rescale by the Laplace diagonal at 0 (True) or by the prior alone.
     """
@@ -91,16 +94,23 @@ class Chol(Algorithm):
     requires: ClassVar[tuple[type, ...]] = (LatentGaussian,)
 
     def __init__(self, *, quadrature: str = ACCURATE, iterations_per_step: int = 1, memory: int = 20,
-                 init_scale: float = 0.01, precondition: bool = True) -> None:
+                 init_scale: float = 0.01, init_lam1: float | None = None, init_lam2: float | None = None,
+                 precondition: bool = True) -> None:
         self.quadrature = quadrature
         self.precondition = precondition
         self.iterations_per_step = iterations_per_step
         self.memory = memory
         self.init_scale = init_scale
+        self.init_lam1 = init_lam1
+        self.init_lam2 = init_lam2
 
     def check_params(self) -> None:
         if self.iterations_per_step < 1 or self.memory < 1 or self.init_scale <= 0:
             raise ValueError("iterations_per_step ≥ 1, memory ≥ 1 and init_scale > 0 are required")
+        if (self.init_lam1 is None) != (self.init_lam2 is None):
+            raise ValueError("give both init_lam1 and init_lam2 (the initial sites), or neither")
+        if self.init_lam2 is not None and self.init_lam2 >= 0:
+            raise ValueError(f"init_lam2 must be < 0 (a valid Gaussian site), got {self.init_lam2}")
         expectation_rule(self.quadrature)
 
     def init(self, model: LatentGaussian, rng: np.random.Generator) -> None:
@@ -120,10 +130,19 @@ class Chol(Algorithm):
                 self.design_ = np.asarray(X, float) * self.root_
         D = prior.dim
         self.rows_, self.cols_ = np.tril_indices(D)
-        L0 = self.init_scale * np.eye(D)
+        m0, L0 = np.zeros(D), self.init_scale * np.eye(D)
+        if self.init_lam1 is not None:
+            q0 = GaussianFromSites(model).posterior(np.full(model.n_train, float(self.init_lam1)),
+                                                    np.full(model.n_train, float(self.init_lam2)))
+            m0, L0 = self._whiten(q0.mean), self._whiten(scipy.linalg.cholesky(q0.cov, lower=True))
         self.rule_ = expectation_rule(self.quadrature)
-        self.lbfgs_ = LBFGS(self.negative_elbo, np.concatenate([np.zeros(D), L0[self.rows_, self.cols_]]),
-                            memory=self.memory)
+        self.lbfgs_ = LBFGS(self.negative_elbo, np.concatenate([m0, L0[self.rows_, self.cols_]]), memory=self.memory)
+
+    def _whiten(self, a: np.ndarray) -> np.ndarray:
+        """R⁻¹a: a mean or a Cholesky factor of z, in the coordinates z̃ = R⁻¹z the optimiser works in."""
+        if self.root_.ndim == 1:
+            return a / (self.root_ if a.ndim == 1 else self.root_[:, None])
+        return scipy.linalg.solve_triangular(self.root_, a, lower=True)
 
     def _curvature(self, model: LatentGaussian, precision: np.ndarray, X) -> np.ndarray:
         """The scale of each coordinate: the prior precision δ_d, plus, when ``precondition``, the

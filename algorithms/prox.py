@@ -2,36 +2,38 @@
 
 "PG" here is **proximal gradient** (Khan et al. 2015; Khan et al. 2016), not the
 Pólya-Gamma augmentation.  The ELBO of a latent Gaussian model is split into the
-non-conjugate part f(q) = Σₙ fₙ(mₙ, vₙ), fₙ = E_{N(ηₙ|mₙ,vₙ)}[log p(yₙ|ηₙ)], which is
-linearised in the marginal means and variances, and the conjugate part
-−KL(q ‖ p(z)), kept exact; each iteration solves
+non-conjugate part f(q) = Σₙ fₙ(mₙ, vₙ), fₙ = E_{N(ηₙ|mₙ,vₙ)}[log p(yₙ|ηₙ)], linearised
+at the current q in the marginal means and variances, and the conjugate part
+−KL(q ‖ p(z)), kept exact.
 
-    q_{k+1} = argmax_q  Σₙ (αₙ mₙ + γₙ vₙ) − KL(q ‖ p(z)) − (1/w) KL(q ‖ q_k),
-    αₙ = ∂fₙ/∂mₙ,  γₙ = ∂fₙ/∂vₙ  at q_k.
+The update is the one of the authors' code (emtiyaz/cvi, ``log_reg/baseline_infer.m``,
+case ``'PG-exact'``), in these words.  With r = 1/(1 + w) (so 1 − r = w/(1+w), the β of
+Khan & Lin 2017, Table 2), the state is the mean m of z, the marginal means and
+variances (η̄ₙ, vₙ) at which the next expectations are taken, and per-datum site
+precisions Tₙ.  Each iteration takes αₙ = ∂fₙ/∂mₙ, γₙ = ∂fₙ/∂vₙ at (η̄ₙ, vₙ) and
 
-Derived here from that definition (the search tool gave no text of the papers'
-updates; this is Khan et al. 2016's linearised KL-proximal step).  Setting the
-derivatives in (m, V) to zero, with r = 1/(1 + w) (so 1 − r = w/(1+w), the β of
-Khan & Lin 2017, Table 2):
+    A      = Σ₀⁻¹ + Xᵀ diag(r T) X                 (the preconditioner, with the *old* T)
+    m     ← m + (1 − r) A⁻¹ (Xᵀα − Σ₀⁻¹ m)          (a preconditioned step on the linearised ELBO)
+    vₙ    ← x̃ₙᵀ A⁻¹ x̃ₙ,   η̄ = X m                 (the next expectations' marginals: A's variances)
+    T     ← r T + (1 − r)(−2γ),
 
-    V_{k+1}⁻¹ = r V_k⁻¹ + (1 − r)(Σ₀⁻¹ − 2Xᵀ diag(γ) X),
-    m_{k+1}   = [Σ₀⁻¹ + r XᵀW_kX]⁻¹ Xᵀ(r λ̃₁ + (1 − r) α),
+and q after the iteration is N(m, (Σ₀⁻¹ + Xᵀ diag(r T) X)⁻¹), with the *new* T, as the
+authors' code scores it.  Before the first iteration q is CVI's initial q (prior × sites
+λ̃₁ = ``init_lam1``, λ̃₂ = ``init_lam2``) and T starts at ``init_precision`` (0.05 in the
+authors' code, against the 0.005 of that q: "much better", its comment says).  It is
+computed with the conjugate step of the sites (λ̃₁, λ̃₂) = (τ ∘ η̄ + α, −τ/2), τ = rT:
+A⁻¹(Xᵀα − Σ₀⁻¹m) = A⁻¹Xᵀ(τ ∘ Xm + α) − m, so m ← r m + (1 − r) A⁻¹Xᵀ(τ ∘ η̄ + α), and
+likewise for η̄ (no D × D matrix when D > N, and a GP's kernel is never inverted).
 
-where q_k = prior × sites exp(λ̃₁ₙηₙ + λ̃₂ₙηₙ²), W_k = diag(−2λ̃₂).  So q_{k+1} is again
-of that form, with
+What this replaces: a derivation from the paper's one-line definition of the
+proximal step (sites λ̃ averaged as in CVI, the mean taken at the new covariance),
+which diverged at the paper's step sizes (australian, w = 0.4).  It is not kept as a
+variant: it was never any paper's algorithm, and its only evidence was its divergence.
 
-    λ̃₂ ← r λ̃₂ + (1 − r) γ,     λ̃₁ ← r λ̃₁ + (1 − r)(α − 2γ m̂),    m̂ = X m_{k+1}.
-
-CVI (Khan & Lin 2017) linearises in the mean parameters (m, v + m²) instead, which
-gives the same λ̃₂ update and λ̃₁ ← r λ̃₁ + (1 − r)(α − 2γ m) with the *current* mₙ:
-PG needs the new mean m̂ first, i.e. one more conjugate solve (with the sites
-(r λ̃₁ + (1 − r)α, r λ̃₂)) per iteration.  On a Gaussian likelihood the covariance is
-exact after one step with w = ∞ (r = 0) but the mean is not (a gradient step
-preconditioned by Σ₀), unlike CVI.
-
-PG-exact (``expectations="exact"``) uses the model's accurate α, γ (the paper:
-a piecewise bound or quadrature); PG-SVI (``"mc"``) Monte-Carlo estimates from S
-shared standard-normal draws (Price's form for γ; :func:`expected_loglik`).
+PG-exact (``expectations="exact"``) uses the model's expectations (the logistic
+regression of Table 3 takes the piecewise bound with ``expectation = "piecewise"``,
+as the authors do); PG-SVI (``"mc"``) Monte-Carlo estimates from S shared
+standard-normal draws (Price's form for γ; :func:`expected_loglik`).
 
 References
 ----------
@@ -40,6 +42,8 @@ variational inference. NIPS.
 Khan, M. E., Babanezhad, R., Lin, W., Schmidt, M. & Sugiyama, M. (2016). Faster
 stochastic variational inference using proximal-gradient methods with general
 divergence functions. UAI.
+Khan, M. E. & Lin, W. (2017). Conjugate-computation variational inference. AISTATS,
+App. I.1 (PG-exact in Table 3).
 """
 from __future__ import annotations
 
@@ -48,7 +52,7 @@ from typing import ClassVar
 import numpy as np
 
 from svibench.algorithm import Diverged, Preset
-from svibench.capabilities.latent_gaussian import expected_loglik
+from svibench.capabilities.latent_gaussian import GaussianPosterior, expected_loglik
 from svibench.numerics.quadrature import ACCURATE
 
 from .cvi import CVI
@@ -59,8 +63,8 @@ __all__ = ["ProximalGradientVI"]
 class ProximalGradientVI(CVI):
     """PG-SVI / PG-exact: KL-proximal-gradient steps with the likelihood linearised in (mₙ, vₙ).
 
-    Shares CVI's state (sites λ̃, the conjugate step, the marginals) and
-    hyperparameters; only the update of the sites differs (module docstring).
+    Shares CVI's hyperparameters, its initial q and its conjugate step; the state and the
+    update are the authors' (module docstring).
 
     Parameters
     ----------
@@ -78,7 +82,9 @@ class ProximalGradientVI(CVI):
     kappa : float in (0.5, 1]
         κ of the Robbins–Monro step 1 − r = (t + t₀)^(−κ), used only if w and rho are None (not possible in a study).
     init_lam1, init_lam2 : float
-        Initial sites (as CVI's).
+        The initial q, as CVI's: prior × sites exp(λ̃₁ηₙ + λ̃₂ηₙ²).
+    init_precision : float > 0
+        The site precisions T when the iterations start (the authors' code: 0.05).
     """
 
     name = "pg-svi"
@@ -93,21 +99,42 @@ class ProximalGradientVI(CVI):
 
     def __init__(self, *, expectations: str = "mc", n_samples: int = 10, quadrature: str = ACCURATE,
                  w: float | None = 0.4, rho: float | None = None, t0: float = 1.0, kappa: float = 0.75,
-                 init_lam1: float = 0.01, init_lam2: float = -0.0025) -> None:
+                 init_lam1: float = 0.01, init_lam2: float = -0.0025, init_precision: float = 0.05) -> None:
         super().__init__(expectations=expectations, n_samples=n_samples, quadrature=quadrature, w=w, rho=rho,
                          t0=t0, kappa=kappa, init_lam1=init_lam1, init_lam2=init_lam2)
         del self.batch_size, self.max_rejections  # not hyperparameters here: the class constants above
+        self.init_precision = init_precision
+
+    def check_params(self) -> None:
+        super().check_params()
+        if not self.init_precision > 0:
+            raise ValueError(f"init_precision must be > 0, got {self.init_precision}")
+
+    def init(self, model, rng: np.random.Generator) -> None:
+        super().init(model, rng)  # CVI's initial q: sites (init_lam1, init_lam2), its marginals m_, v_
+        N = model.n_train
+        self.mean_ = self.conjugate_.mean_and_marginals(self.lam1_, self.lam2_)[0]
+        self.T_ = np.full(N, float(self.init_precision))
+        self.scored_precision_ = -2.0 * self.lam2_  # the precisions of the q that posterior() reports
+        del self.lam1_, self.lam2_
 
     def step(self) -> int:
         self.t_ += 1
         beta = self.schedule_(self.t_)  # 1 − r
+        r = 1.0 - beta
         e = expected_loglik(self.model_, self.m_, self.v_, self._rule())
         if np.any(e.dv > 0):
             raise Diverged(f"PG: ∂f/∂v > 0 at iteration {self.t_}: the linearised site is not a Gaussian")
-        m_new, _ = self.conjugate_.marginals((1.0 - beta) * self.lam1_ + beta * e.dm, (1.0 - beta) * self.lam2_)
-        self.lam2_ = (1.0 - beta) * self.lam2_ + beta * e.dv
-        self.lam1_ = (1.0 - beta) * self.lam1_ + beta * (e.dm - 2.0 * e.dv * m_new)
-        if not (np.all(np.isfinite(self.lam1_)) and np.all(np.isfinite(self.lam2_))):
-            raise Diverged(f"non-finite sites at iteration {self.t_}")
-        self.m_, self.v_ = self.conjugate_.marginals(self.lam1_, self.lam2_)
+        tau = r * self.T_
+        mean, eta, self.v_ = self.conjugate_.mean_and_marginals(tau * self.m_ + e.dm, -0.5 * tau)
+        self.mean_ = r * self.mean_ + beta * mean
+        self.m_ = r * self.m_ + beta * eta
+        self.T_ = r * self.T_ + beta * (-2.0 * e.dv)
+        self.scored_precision_ = r * self.T_
+        if not (np.all(np.isfinite(self.mean_)) and np.all(np.isfinite(self.T_))):
+            raise Diverged(f"non-finite mean or site precisions at iteration {self.t_}")
         return self.model_.n_train
+
+    def posterior(self) -> GaussianPosterior:
+        cov = self.conjugate_.posterior(np.zeros_like(self.scored_precision_), -0.5 * self.scored_precision_).cov
+        return GaussianPosterior(self.mean_.copy(), cov)

@@ -237,18 +237,27 @@ class GaussianFromSites:
 
     def marginals(self, lam1: np.ndarray, lam2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Means and variances of ηₙ = x̃ₙᵀz under q, for every training datum."""
-        w = -2.0 * lam2
         if self.space == "weight":
+            return self.mean_and_marginals(lam1, lam2)[1:]
+        _, C = self._data_factor(-2.0 * lam2)
+        v = np.diag(self.K) - np.sum(C * C, axis=0)
+        m = self.K @ lam1 - C.T @ (C @ lam1)
+        return m, v
+
+    def mean_and_marginals(self, lam1: np.ndarray, lam2: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """E_q[z] with the means and variances of every ηₙ (:meth:`marginals`), without q's covariance."""
+        if self.space == "weight":
+            w = -2.0 * lam2
             L = self._cholesky(self._precision(w))
             mu = scipy.linalg.cho_solve((L, True), self.XT @ lam1, check_finite=False)
             # vₙ = ‖L⁻¹x̃ₙ‖²: one D × D triangular inverse, then a (sparse) product with X
             Linv = scipy.linalg.solve_triangular(L, np.eye(L.shape[0]), lower=True, check_finite=False)
             A = self.X @ Linv.T
-            return self.X @ mu, np.einsum("nd,nd->n", A, A)
-        _, C = self._data_factor(w)
-        v = np.diag(self.K) - np.sum(C * C, axis=0)
-        m = self.K @ lam1 - C.T @ (C @ lam1)
-        return m, v
+            return mu, self.X @ mu, np.einsum("nd,nd->n", A, A)
+        m, v = self.marginals(lam1, lam2)
+        if self.X is None:
+            return m, m, v
+        return (self.X * self.prior_var).T @ (lam1 + 2.0 * lam2 * m), m, v
 
     def posterior(self, lam1: np.ndarray, lam2: np.ndarray) -> GaussianPosterior:
         """q(z) with explicit mean and covariance (for evaluation, off the clock)."""
