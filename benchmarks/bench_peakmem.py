@@ -28,7 +28,7 @@ LARGEST = {
     "hoffman-lda": "lda/synthetic",
     "khan2017-gamma": "gamma-factor/cytof",
     "khan2017-gpc": "gpc/usps-3v5 (split=0)",
-    "khan2017-logreg": "logreg/covtype (split=0)",
+    "khan2017-logreg": "logreg/covtype",
     "khan2017-pmf": "pmf/mnist",
     "quickstart": "gmm/synthetic",
     "shah2015-burnin": "bpfa/synthetic",

@@ -67,11 +67,12 @@ import tomllib
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from .authors_code import AuthorsError, match_problems
 from .metrics import DERIVED, MetricError, check_declaration
 from .registry import AlgorithmEntry, Registry, RegistryError, accepted_params, get_registry
-from .report.claims import (Claim, Reference, check_names, parse_claims, parse_references, skip_reasons,
+from .report.claims import (Claim, Reference, check_names, parse_claims, parse_references, scale_claims, skip_reasons,
                             skipped_not_run)
 from .report.notes import check_note
 from .report.settings import ReportError, ReportSettings
@@ -89,8 +90,9 @@ STUDY_KEYS = {"name", "description", "seeds", "timeout"}
 BUDGET_KEYS = {"iterations", "epochs", "seconds", "checkpoints", "spacing", "at"}
 PROBLEM_KEYS = {"name", "model", "dataset", "model_params", "dataset_params", "budget"}
 ALGORITHM_KEYS = {"name", "label", "method", "params", "models", "problems"}
-SCALE_KEYS = {"seeds", "budget", "timeout", "model_params", "dataset_params", "algorithm_params", "problems"}
-PAPER_KEYS = {"problem", "algorithm", "metric", "value", "sd", "note", "claim", "versus"}
+SCALE_KEYS = {"seeds", "budget", "problem_budget", "timeout", "model_params", "dataset_params", "algorithm_params",
+              "problems", "methods", "claim"}
+PAPER_KEYS = {"problem", "algorithm", "metric", "value", "sd", "note", "claim", "versus", "iteration", "decimals"}
 #: A plotted metric gets a warning at load below this many checkpoints per run (too few to show convergence).
 MIN_CHECKPOINTS = 10
 
@@ -140,6 +142,8 @@ class Study:
     raw: dict[str, Any] = field(default_factory=dict)
     claims: list[Claim] = field(default_factory=list)
     references: list[Reference] = field(default_factory=list)
+    #: Problem name → the file of the paper's own code's trajectories on it ([report] authors).
+    authors: dict[str, str] = field(default_factory=dict)
 
     @property
     def hash(self) -> str:
@@ -258,6 +262,9 @@ def parse_study(
         labels = {p.label for p in points + _parse_algorithms(raw.get("algorithm"), {}, registry, every_problem)}
     else:
         labels = {p.label for p in points}
+    kept = _scale_methods(points, overrides.get("methods"), scale)
+    dropped = {p.method for p in points} - {p.method for p in kept}
+    points = kept
     for point in points:
         for problem in problems:
             if not point.runs_on(problem):
@@ -278,12 +285,28 @@ def parse_study(
     paper = _parse_paper(raw.get("paper", []))
     metrics = {m for p in problems for m in registry.model(p.model).metrics}
     report = _parse_report(raw.get("report", {}), metrics)
-    claims, references = _parse_claims(raw, paper, problems, runs, metrics, report, every_problem, scale, labels,
-                                       skip_reasons(vars(s) for s in skipped))
+    unrun = skip_reasons(vars(s) for s in skipped)
+    unrun.update({m: f"not among the {scale} scale's methods = [...]" for m in dropped})
+    claims, references = _parse_claims(raw, paper, problems, runs, metrics, report, every_problem, scale, labels, unrun)
     for checkpoints in {budgets[p.name][1] for p in problems}:
         _warn_few_checkpoints(checkpoints, report, metrics)
+    authors = _parse_authors(report, source, problems)
     return Study(name, description, runs, skipped, paper, report, source, scale, tuple(plugins), raw | {"_text": text},
-                 claims, references)
+                 claims, references, authors)
+
+
+def _parse_authors(report: dict[str, Any], source: str, problems: list[ProblemSpec]) -> dict[str, str]:
+    """``[report] authors``: the folder (relative to the study file) of the trajectories of the paper's own code,
+    matched to the problems run on the same split and checked against their prior (:func:`match_problems`)."""
+    if "authors" not in report:
+        return {}
+    folder = Path(source).parent / report["authors"]
+    if not folder.is_dir():
+        raise StudyError(f"[report] authors: {folder} is not a folder (the path is relative to the study file)")
+    try:
+        return match_problems(folder, [(p.name, p.dataset, p.model_params, p.dataset_params) for p in problems])
+    except AuthorsError as exc:
+        raise StudyError(f"[report] authors: {exc}") from None
 
 
 def _parse_scales(scales: Any, scale: str, source: str) -> dict[str, Any]:
@@ -294,8 +317,13 @@ def _parse_scales(scales: Any, scale: str, source: str) -> dict[str, Any]:
         raise StudyError(f"{source}: no [scales.{scale}] table; available scales: default{''.join(', ' + s for s in sorted(scales))}")
     for name, table in scales.items():
         _check_keys(table, SCALE_KEYS, f"[scales.{name}]")
-        for key in ("budget", "model_params", "dataset_params", "algorithm_params"):
+        for key in ("budget", "problem_budget", "model_params", "dataset_params", "algorithm_params", "claim"):
             _table(table.get(key, {}), f"[scales.{name}] {key}")
+        for claim, own in table.get("claim", {}).items():
+            _table(own, f"[scales.{name}] claim.{claim}")
+        for problem, own in table.get("problem_budget", {}).items():
+            _check_keys(_table(own, f"[scales.{name}] problem_budget.{problem}"), BUDGET_KEYS,
+                        f"[scales.{name}] problem_budget.{problem}")
     return scales[scale] if scale != "default" else {}
 
 
@@ -321,8 +349,9 @@ def _parse_study_table(table: Any, overrides: dict[str, Any]) -> tuple[str, str,
 
 def _parse_budget(table: Any, overrides: dict[str, Any], own: dict[str, Any] | None = None,
                   where: str = "[budget]") -> tuple[Budget, Checkpoints]:
-    """``[budget]``: the limits (at least one) and when to evaluate.  ``own`` is a ``[[problem]]``'s ``budget``:
-    its keys replace the study's (and the scale's), e.g. the paper's iteration count and markers on one dataset."""
+    """``[budget]``: the limits (at least one) and when to evaluate.  ``own`` is a ``[[problem]]``'s ``budget``
+    with the scale's ``problem_budget`` for it over that: its keys replace the study's (and the scale's), e.g. the
+    paper's iteration count and markers on one dataset."""
     budget_raw = _merge(_check_keys(table, BUDGET_KEYS, "[budget]"), overrides.get("budget", {}))
     _check_keys(budget_raw, BUDGET_KEYS, "[budget]")
     if own is not None:
@@ -349,30 +378,46 @@ def _parse_problems(tables: Any, overrides: dict[str, Any], registry: Registry,
     if not isinstance(tables, list) or not tables:
         raise StudyError("[[problem]]: a study needs at least one [[problem]] table")
     problems, budgets = [], {}
+    scaled = dict(overrides.get("problem_budget", {}))
     for i, table in enumerate(tables):
         where = f"[[problem]] #{i + 1}"
         expanded = _parse_problem(table, where, overrides, registry)
-        own = _parse_budget(budget, overrides, _table(table["budget"], f"{where} budget"), f"{where} budget") \
-            if "budget" in table else study
+        own = _merge(_table(table.get("budget", {}), f"{where} budget"), scaled.pop(expanded[0].base, {}))
         problems += expanded
-        budgets.update({p.name: own for p in expanded})
+        budgets.update({p.name: _parse_budget(budget, overrides, own, f"{where} budget") if own else study
+                        for p in expanded})
     if len({p.name for p in problems}) != len(problems):
         raise StudyError("[[problem]]: two problems have the same name; give them distinct `name`s")
+    if scaled:
+        known = ", ".join(dict.fromkeys(p.base for p in problems))
+        raise StudyError(f"[scales] problem_budget: no [[problem]] named {next(iter(scaled))!r}; the study's problems: {known}")
     return problems, budgets
+
+
+def _scale_subset(items: list, names: Any, name_of: Callable[[Any], str], where: str, what: str) -> list:
+    """The ``items`` whose name (``name_of``) a scale's list ``names`` keeps (all when it has none); ``what`` is how an
+    error names one, e.g. "[[problem]] named"."""
+    if names is None:
+        return items
+    known = list(dict.fromkeys(name_of(i) for i in items))
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise StudyError(f"{where}: expected a non-empty list of {what.split()[0]} names, got {_type_name(names)}")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise StudyError(f"{where}: no {what} {unknown[0]!r}; the study's {where.split()[-1]}: {', '.join(known)}")
+    return [i for i in items if name_of(i) in names]
+
+
+def _scale_methods(points: list[AlgorithmPoint], names: Any, scale: str) -> list[AlgorithmPoint]:
+    """A scale's optional ``methods = [...]``: only the ``[[algorithm]]`` points of these methods run at that scale,
+    e.g. the paper's methods at the paper's settings, where the others' budgets would mean nothing."""
+    return _scale_subset(points, names, lambda p: p.method, f"[scales.{scale}] methods", "[[algorithm]] has the method")
 
 
 def _scale_problems(problems: list[ProblemSpec], names: Any) -> list[ProblemSpec]:
     """A scale's optional ``problems = [...]``: only the ``[[problem]]`` s of these names (their grids whole)
     run at that scale, e.g. the one problem whose paper-scale runs fit on the machine."""
-    if names is None:
-        return problems
-    known = list(dict.fromkeys(p.base for p in problems))
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-        raise StudyError(f"[scales] problems: expected a non-empty list of [[problem]] names, got {_type_name(names)}")
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise StudyError(f"[scales] problems: no [[problem]] named {unknown[0]!r}; the study's problems: {', '.join(known)}")
-    return [p for p in problems if p.base in names]
+    return _scale_subset(problems, names, lambda p: p.base, "[scales] problems", "[[problem]] named")
 
 
 def _parse_problem(table: Any, where: str, overrides: dict[str, Any], registry: Registry) -> list[ProblemSpec]:
@@ -404,11 +449,21 @@ def _parse_problem(table: Any, where: str, overrides: dict[str, Any], registry: 
     for mp, m_varied in _grid(model_params, f"{where} model_params"):
         _check_params(mp, model_cls.__init__, model_names, f"{where} model_params", f"model {model_cls.name!r}")
         for dp, d_varied in _grid(dataset_params, f"{where} dataset_params"):
-            _check_params(dp, info.loader, loader_names, f"{where} dataset_params", f"dataset {info.name!r}")
+            _check_paper_split(dp, info, registry, f"{where} dataset_params")
+            _check_params({k: v for k, v in dp.items() if not (k == "split" and v == "paper")}, info.loader,
+                          loader_names, f"{where} dataset_params", f"dataset {info.name!r}")
             suffix = ", ".join(f"{k}={v}" for k, v in [*((k, mp[k]) for k in m_varied), *((k, dp[k]) for k in d_varied)])
             problems.append(ProblemSpec(f"{base} ({suffix})" if suffix else base, model_cls.name, info.name, mp, dp,
                                         base, _grid_point(mp, m_varied, dp, d_varied)))
     return problems
+
+
+def _check_paper_split(params: dict[str, Any], info: Any, registry: Registry, where: str) -> None:
+    """``split = "paper"`` only on a dataset whose loader rebuilds its paper's split."""
+    if params.get("split") == "paper" and not info.paper_split:
+        having = sorted(name for name in registry.datasets if registry.dataset(name).paper_split)
+        raise StudyError(f"{where}.split: dataset {info.name!r} has no paper split; the datasets with one are "
+                         f"{', '.join(having) or '(none)'}")
 
 
 def _grid_point(model_params: dict[str, Any], model_varied: list[str], dataset_params: dict[str, Any],
@@ -506,6 +561,9 @@ def _parse_paper(rows: Any) -> list[dict[str, Any]]:
                 raise StudyError(f"[[paper]] #{i + 1} {key}: expected a string, got {_type_name(row.get(key))}")
         if not isinstance(row.get("value"), (int, float)) or isinstance(row.get("value"), bool):
             raise StudyError(f"[[paper]] #{i + 1} value: expected a number, got {_type_name(row.get('value'))}")
+        for key in ("iteration", "decimals"):  # the iteration the number was printed at; its printed decimals
+            if key in row and (not isinstance(row[key], int) or isinstance(row[key], bool) or row[key] < 0):
+                raise StudyError(f"[[paper]] #{i + 1} {key}: expected a non-negative integer, got {_type_name(row[key])}")
     return rows
 
 
@@ -528,7 +586,7 @@ def _parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]], problems: li
     placeholders may name any of the study's ``labels`` at any scale: one not run here renders "no ok run").
     ``unrun`` maps the labels and methods of skipped entries to a reason (:func:`~.report.claims.skip_reasons`)."""
     try:
-        claims = _at_scale(parse_claims(raw, paper), paper, problems, every_problem, scale, runs)
+        claims = _at_scale(parse_claims(scale_claims(raw, scale), paper), paper, problems, every_problem, scale, runs)
         claims = skipped_not_run(claims, {r.method for r in runs} | {r.label for r in runs}, unrun)
         references = [r for r in parse_references(raw.get("reference", [])) if r.problem not in _left_out(problems, every_problem)]
         check_names(claims, references, {p.name: p.base for p in problems}, {r.label: r.method for r in runs},

@@ -133,6 +133,7 @@ def _manifest(study: Study, statuses: dict[str, str], execution: dict, where_fro
         "skipped": [vars(s) for s in study.skipped],
         "paper": study.paper,
         "report": study.report,
+        "authors": study.authors,
         **({"claims": claims} if claims is not None else {}),
     }
 

@@ -12,9 +12,11 @@ import xarray as xr
 
 from .. import health
 from ..metrics import Metric
+from ..authors_code import AuthorsError, AuthorsTrajectories, load_trajectories
 from ..results import answers, metric_info, run_files
 from ..verdicts import Evidence, Verdict, judge
-from .claims import Claim, parse_claims, parse_references, skip_reasons, skipped_not_run
+from .authors import rows_table
+from .claims import Claim, parse_claims, parse_references, scale_claims, skip_reasons, skipped_not_run
 from .compare import pools, unranked
 from .accuracy import accuracy_figure, accuracy_metrics, accuracy_table, closest_table, references_table
 from .figures import (AXES, ReportFigure, best_known, curve_figure, final_figure, headline_styles, palette,
@@ -26,7 +28,7 @@ from .html import Section, render_html
 from .markdown import render_markdown
 from .notes import NoteLookup, render_note
 from .rank import headline, ranking
-from .settings import ReportSettings, Target
+from .settings import ReportError, ReportSettings, Target
 from .tables import (Table, final_metrics, metrics_meaning, ok_runs, paper_comparison, recorded_metrics, runs_not_ok,
                      skipped_pairs, time_to_target)
 
@@ -64,7 +66,8 @@ def _study_tables(manifest: dict) -> tuple[list[Claim], dict[str, dict[str, floa
     except tomllib.TOMLDecodeError:
         return [], {}, {}
     planned = {r.get(key) for r in manifest.get("runs", {}).values() for key in ("label", "method")}
-    claims = skipped_not_run(parse_claims(raw, manifest.get("paper", [])), planned,
+    claims = skipped_not_run(parse_claims(scale_claims(raw, manifest.get("scale", "default")), manifest.get("paper", [])),
+                             planned,
                              skip_reasons(manifest.get("skipped", [])))
     references: dict[str, dict[str, float]] = {}
     for ref in parse_references(raw.get("reference", [])):
@@ -145,12 +148,27 @@ def _load(results: Path, study: str | Path | None) -> tuple[xr.Dataset, dict, Pa
     return ds, manifest, folder
 
 
+def _authors(manifest: dict) -> dict[str, AuthorsTrajectories]:
+    """The trajectories of the paper's own code, by problem, as the study matched them when it ran (re-checked)."""
+    out = {}
+    for problem, path in manifest.get("authors", {}).items():
+        try:
+            traj = load_trajectories(Path(path).parent, Path(path).stem)
+        except AuthorsError as exc:
+            raise ReportError(f"[report] authors: {exc}") from None
+        if traj is None:
+            raise ReportError(f"[report] authors: {path}, matched to {problem} when the study ran, is gone; restore it "
+                              "or run the report without it")
+        out[problem] = traj
+    return out
+
+
 def _answers(ds: xr.Dataset, manifest: dict, settings: ReportSettings, claims: list[Claim]):
     """The verdicts, the ranking tables and the ranking itself, all read through one :class:`Evidence`."""
     metrics = recorded_metrics(ds)
     target = _target(settings, {m: metric_info(ds)[m] for m in metrics}, answers(ds))
     ev = Evidence(ds, metric_info(ds), list(manifest.get("runs", {}).values()), manifest.get("paper", []),
-                  settings.targets_for(metrics, answers(ds)), settings.converged_tolerance)
+                  settings.targets_for(metrics, answers(ds)), settings.converged_tolerance, _authors(manifest))
     verdicts = judge(claims, ev)
     rank = ranking(ev, target, settings.split_panels) if target else pd.DataFrame()
     tables = (ranking_tables(rank, unranked(ds, target.metric, settings.split_panels), target,
@@ -216,6 +234,8 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     sections.append(("Final metrics", [*([rankings[1]] if rankings else []), *final]))
     sections += [("Time to target", list(reach))] if reach else []
     sections += [("Paper vs this run", [paper])] if paper else []
+    rows = rows_table(ev, manifest.get("paper", []))
+    sections += [("The paper's table, row by row", [rows])] if rows else []
     sections.append(("Runs not ok", [not_ok] + ([skipped] if skipped else [])))
     drawn = [f for f in accuracy if isinstance(f, ReportFigure)]
     written = _write(Path(out), header, sections, figures + drawn + across[1:] + ([top] if top else []),

@@ -26,7 +26,11 @@ from :mod:`svibench.verdicts`.  Kinds::
     kind = "equivalent"   # methods = [...] reach the same value: spread ≤ tolerance (relative) or absolute
     kind = "value"        # the [[paper]] rows with claim = id, within `tolerance` (relative); needs
                           #   comparable = true|false and comparable_why = "..."; a row with
-                          #   versus = "label" gives the paired difference algorithm − versus
+                          #   versus = "label" gives the paired difference algorithm − versus; a row with
+                          #   iteration = K is read at the run's checkpoint at iteration K, not its end.
+                          #   rule = "digits" instead of a tolerance: the value must print the paper's
+                          #   number (rounded to the row's decimals), or pass through it at an iteration
+                          #   where the authors' code does ([report] authors: their trajectories)
     kind = "trend"        # method's value improves (shape = "improving") or worsens along the grid
                           #   parameter `setting`, optionally with diminishing steps (diminishing = true)
 
@@ -59,13 +63,14 @@ from typing import Any
 
 from .settings import ReportError, Target, parse_target
 
-__all__ = ["Claim", "Reference", "KINDS", "LEDGERS", "parse_claims", "parse_references", "check_names", "skip_reasons",
-           "skipped_not_run"]
+__all__ = ["Claim", "Reference", "KINDS", "LEDGERS", "parse_claims", "parse_references", "scale_claims", "check_names",
+           "skip_reasons", "skipped_not_run"]
 
 KINDS = ("order", "faster", "as-fast", "equivalent", "value", "trend")
 LEDGERS = {"claim": "[[claim]]", "target": "[[target]]"}
 AXES = ("time", "epoch", "final")
 SHAPES = ("improving", "worsening")
+RULES = ("tolerance", "digits")
 FINALS = ("any", "better", "not worse", "equivalent")
 COMMON_KEYS = ("id", "source", "kind", "problems", "tie", "at_budget", "variants", "variants_why", "not_run", "note")
 KIND_KEYS = {
@@ -73,7 +78,7 @@ KIND_KEYS = {
     "faster": ("metric", "better", "worse", "target", "ratio", "axis", "final", "tolerance", "absolute"),
     "as-fast": ("metric", "methods", "target", "ratio", "axis"),
     "equivalent": ("metric", "methods", "tolerance", "absolute", "axis"),
-    "value": ("tolerance", "comparable", "comparable_why"),
+    "value": ("tolerance", "rule", "comparable", "comparable_why"),
     "trend": ("metric", "method", "setting", "shape", "diminishing"),
 }
 REQUIRED = {"order": ("metric", "better", "worse"), "faster": ("metric", "better", "worse"),
@@ -111,6 +116,7 @@ class Claim:
     shape: str = ""
     diminishing: bool = False
     final: str = "any"
+    rule: str = "tolerance"
     not_run: str = ""
     note: str = ""
     ledger: str = "claim"
@@ -218,6 +224,9 @@ def _kind_fields(kind: str, table: dict, where: str) -> dict[str, Any]:
             out[key] = _number(table[key], f"{where} {key}")
     if kind == "value":
         out["tolerance"] = out.get("tolerance", 0.05)
+        out["rule"] = table.get("rule", "tolerance")
+        if out["rule"] not in RULES:
+            raise ReportError(f"{where} rule: expected one of {', '.join(RULES)}, got {out['rule']!r}")
     return out
 
 
@@ -258,6 +267,19 @@ def parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]]) -> list[Claim
         if row.get("claim") is not None and row["claim"] not in ids:
             raise ReportError(f"[[paper]] #{j + 1} claim: no [[claim]] has the id {row['claim']!r}; ids: {', '.join(ids) or '(none)'}")
     return claims
+
+
+def scale_claims(raw: dict[str, Any], scale: str) -> dict[str, Any]:
+    """``raw`` with the keys of ``[scales.<scale>.claim.<id>]`` over those of the ``[[claim]]`` or ``[[target]]``
+    of that id: what a claim says that differs with the scale, e.g. that its rows are comparable on the paper's
+    splits."""
+    overrides = dict(raw.get("scales", {}).get(scale, {}).get("claim", {})) if scale != "default" else {}
+    out = dict(raw)
+    for ledger in ("claim", "target"):
+        out[ledger] = [dict(c, **overrides.pop(c.get("id"), {})) if isinstance(c, dict) else c for c in raw.get(ledger, [])]
+    if overrides:
+        raise ReportError(f"[scales.{scale}] claim: no [[claim]] or [[target]] has the id {next(iter(overrides))!r}")
+    return out
 
 
 def parse_references(rows: Any) -> list[Reference]:

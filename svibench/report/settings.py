@@ -29,7 +29,7 @@ from ..results import ResultsError
 
 __all__ = ["ReportSettings", "Target", "ReportError", "parse_target"]
 
-KNOWN_KEYS = ("target", "plot", "suboptimality", "split_panels", "converged_tolerance")
+KNOWN_KEYS = ("target", "plot", "suboptimality", "split_panels", "converged_tolerance", "authors")
 #: Keys of earlier versions that this one refuses, and why.
 REFUSED_KEYS = {key: "which way is better is declared by the model that reports a metric (svibench.metrics.Metric), "
                      "not by the study; remove this key" for key in ("lower_is_better", "higher_is_better")}
@@ -99,6 +99,9 @@ class ReportSettings:
         split = table.get("split_panels", False)
         if not isinstance(split, bool):
             raise ReportError(f"[report] split_panels: expected true or false, got {split!r}")
+        if not isinstance(table.get("authors", ""), str):
+            raise ReportError(f"[report] authors: expected the path of a folder of the authors' trajectories, got "
+                              f"{table['authors']!r}")
         tol = table.get("converged_tolerance", CONVERGED_TOLERANCE)
         if isinstance(tol, bool) or not isinstance(tol, (int, float)) or tol <= 0:
             raise ReportError(f"[report] converged_tolerance: expected a positive number, got {tol!r}")

@@ -26,8 +26,8 @@ __all__ = ["Evidence", "Reach", "DEFAULT_TIE", "AXIS_VARIABLE"]
 
 #: Relative tolerance under which two values tie when neither the claim nor the study's target gives one.
 DEFAULT_TIE = 1e-3
-#: The results variable a claim's axis reads: CPU seconds or data passes.
-AXIS_VARIABLE = {"time": "time", "epoch": "epoch"}
+#: The results variable a claim's axis reads: CPU seconds, data passes, or (a [[paper]] row's ``iteration``) steps.
+AXIS_VARIABLE = {"time": "time", "epoch": "epoch", "iteration": "iteration"}
 
 
 
@@ -63,6 +63,9 @@ class Evidence:
         The study's ``[report]`` targets (a faster claim's default, and the default tie tolerance).
     converged_tolerance : float
         The report's unconverged rule (see :func:`svibench.report.compare.unconverged`).
+    authors : mapping
+        Problem name → the trajectories of the paper's own code on it (:mod:`svibench.authors_code`), for the
+        ``digits`` rule of value claims.
     """
 
     ds: xr.Dataset
@@ -71,6 +74,7 @@ class Evidence:
     paper: list[dict[str, Any]] = field(default_factory=list)
     targets: tuple[Target, ...] = ()
     converged_tolerance: float = 1e-3
+    authors: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.info = {**DERIVED, **self.info}
@@ -92,6 +96,10 @@ class Evidence:
         the one label ``name`` is."""
         if name in claim.variants:
             return list(claim.variants[name])
+        return self.labels_of(name)
+
+    def labels_of(self, name: str) -> list[str]:
+        """Every variant (run label) of the method ``name``, or the one label ``name`` is."""
         of_method = sorted(set(self.runs.loc[self.runs["method"] == name, "label"]))
         return of_method or [name]
 
@@ -145,6 +153,12 @@ class Evidence:
         progress, values = self.trajectory(r, metric, axis)
         keep = np.flatnonzero((progress <= budget * (1 + 1e-12)) & np.isfinite(values))
         return float(values[keep[-1]]) if keep.size else math.nan
+
+    def value_at_iteration(self, r: int, metric: str, iteration: int) -> float:
+        """``metric`` at the healthy checkpoint taken after exactly ``iteration`` steps (NaN if there is none)."""
+        progress, values = self.trajectory(r, metric, "iteration")
+        at = np.flatnonzero(progress == iteration)
+        return float(values[at[0]]) if at.size else math.nan
 
     def spent(self, r: int, axis: str) -> float:
         """How far a run got on ``axis`` (its last healthy checkpoint)."""

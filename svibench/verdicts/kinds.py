@@ -19,7 +19,7 @@ import numpy as np
 from ..report.claims import Claim
 from .evidence import Evidence
 
-__all__ = ["units", "Chosen"]
+__all__ = ["units", "Chosen", "decimals_of", "prints", "passes_through"]
 
 #: pool → method → the label chosen for it.
 Chosen = dict[str, dict[str, str]]
@@ -205,19 +205,65 @@ def _trend(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
     return rows, {pool: {claim.methods[0]: ", ".join(ordered)} for pool in ev.pools(claim)}
 
 
+def decimals_of(row: dict) -> int:
+    """The decimals a [[paper]] number was printed with: its ``decimals``, else those of its shortest repr."""
+    if "decimals" in row:
+        return int(row["decimals"])
+    text = repr(float(row["value"]))
+    return 0 if text.endswith(".0") else len(text.split(".")[1]) if "." in text and "e" not in text else 0
+
+
+def prints(value: float, published: float, decimals: int) -> bool:
+    """Whether ``value`` prints as ``published`` with ``decimals`` decimals (it lies within half a unit of the last
+    printed digit)."""
+    return bool(np.isfinite(value)) and abs(value - published) <= 0.5 * 10.0 ** -decimals * (1 + 1e-9)
+
+
+def passes_through(ev: Evidence, row: dict, problem: str, r: int, decimals: int) -> int | None:
+    """The first iteration at which both the authors' code (any of its runs) and run ``r`` print the paper's number:
+    the digits rule's second way to hold.  None when there is no such iteration or no trajectory of the authors'."""
+    theirs = ev.authors.get(problem) or ev.authors.get(row["problem"])
+    method = theirs.methods.get(row["algorithm"]) if theirs is not None else None
+    if method is None or row["metric"] not in method.values:
+        return None
+    series = method.values[row["metric"]]
+    for i in range(series.shape[1]):
+        if any(prints(v, float(row["value"]), decimals) for v in series[:, i]) and \
+                prints(ev.value_at_iteration(r, row["metric"], i), float(row["value"]), decimals):
+            return i
+    return None
+
+
 def _value_units(ev: Evidence, claim: Claim, row: dict, pool: str, label: str) -> list[dict]:
-    """One [[paper]] row against ``label``'s ok runs on the row's problem: its final value, or its paired difference
-    to the row's ``versus`` label on the same (problem, seed)."""
+    """One [[paper]] row against ``label``'s ok runs on the row's problem: its final value (or the value at the row's
+    ``iteration``), or its paired difference to the row's ``versus`` label on the same (problem, seed).  The
+    ``digits`` rule holds where the value prints the paper's number, or passes through it at an iteration where the
+    authors' code does; the ``tolerance`` rule where it is within ``tolerance`` (relative)."""
     published, metric, versus = float(row["value"]), row["metric"], row.get("versus")
     moving, out = ev.unconverged(metric), []
+    decimals = decimals_of(row)
+
+    def read(r: int) -> float:
+        return ev.value_at_iteration(r, metric, row["iteration"]) if "iteration" in row else ev.value_at(r, metric, "final")
+
     for problem in ev.pool(row["problem"]):
         for seed in ev.seeds(problem, [label] + ([versus] if versus else [])):
             runs = [ev.run(problem, label, seed)] + ([ev.run(problem, versus, seed)] if versus else [])
-            value = ev.value_at(runs[0], metric, "final") - (ev.value_at(runs[1], metric, "final") if versus else 0.0)
+            value = read(runs[0]) - (read(runs[1]) if versus else 0.0)
             rel = abs(value - published) / abs(published) if published else abs(value)
+            change = f"({100 * (value - published) / abs(published or 1):+.2g}%)"
+            if claim.rule == "digits":
+                through = None if versus or prints(value, published, decimals) else passes_through(ev, row, problem, runs[0], decimals)
+                holds = prints(value, published, decimals) or through is not None
+                how = (f"prints {value:.{decimals}f}" if through is None else
+                       f"{value:.{decimals}f}, but passes through {published:.{decimals}f} with the authors' code at "
+                       f"iteration {through}")
+                at = f" at iteration {row['iteration']}" if "iteration" in row else ""
+                out.append(_unit(pool, problem, seed, holds, rel, f"{how}{at} vs {published:.{decimals}f} {change}",
+                                 "iteration" not in row and any(moving[r] for r in runs)))
+                continue
             out.append(_unit(pool, problem, seed, rel <= claim.tolerance, rel,
-                             f"{value:.4g} vs {published:.4g} ({100 * (value - published) / abs(published or 1):+.2g}%)",
-                             any(moving[r] for r in runs)))
+                             f"{value:.4g} vs {published:.4g} {change}", any(moving[r] for r in runs)))
     return out
 
 

@@ -301,13 +301,13 @@ def test_run_ids_are_those_of_the_committed_studies():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         study = load_study(REPORTS / "khan2017-logreg" / "study.toml")
-    run = next(r for r in study.runs if r.label == "PG-exact (w=0.2)" and r.problem.name == "logreg/australian (split=0)"
+    run = next(r for r in study.runs if r.label == "PG-exact" and r.problem.name == "logreg/australian (split=0)"
                and r.seed == 0)
     assert run.method == "PG-exact" and run.variant == {}
-    # the run as the study made it before runs had structured parts (budget and checkpoints of that time): its id
-    # then, whatever method, variant, base and grid now say
-    then = replace(run, budget=Budget(iterations=5000, seconds=4.0), checkpoints=Checkpoints(count=12), method="other",
-                   variant={"x": 1}, problem=replace(run.problem, base="other", grid={"y": 2}))
+    # the run "PG-exact (w=0.2)" as the study made it before runs had structured parts (its parameters, budget and
+    # checkpoints of that time): its id then, whatever method, variant, base and grid now say
+    then = replace(run, params={"w": 0.2}, budget=Budget(iterations=5000, seconds=4.0), checkpoints=Checkpoints(count=12),
+                   method="other", variant={"x": 1}, problem=replace(run.problem, base="other", grid={"y": 2}))
     assert then.run_id == "5b284fee3aed3c5e"
     assert run.problem.base == "logreg/australian" and run.problem.grid == {"split": 0}
     assert run.problem.key() == json.dumps(

@@ -160,10 +160,17 @@ BAD = {
     "paper value": (GOOD + '\n[[paper]]\nproblem = "p"\nalgorithm = "a"\nmetric = "elbo"\nvalue = "high"\n',
                     "[[paper]] #1 value: expected a number, got 'high' (str)"),
     "no algorithms": (GOOD.split("[[algorithm]]")[0], "needs at least one [[algorithm]]"),
+    "paper split elsewhere": (GOOD.replace("n_test = 50 }", 'n_test = 50, split = "paper" }'),
+                              "dataset_params.split: dataset 'gmm-synthetic' has no paper split; the datasets with one "
+                              "are australian, breast-cancer, colon-cancer, covtype"),
+    "scale problem budget": (GOOD + '\n[scales.paper.problem_budget]\n"gmm/nope" = { iterations = 3 }\n', None),
+    "paper iteration": (GOOD + '\n[[paper]]\nproblem = "p"\nalgorithm = "a"\nmetric = "elbo"\nvalue = 1.0\niteration = -1\n',
+                        "[[paper]] #1 iteration: expected a non-negative integer, got -1 (int)"),
+    "authors folder": (GOOD + '\n[report]\nauthors = "no/such/folder"\n', "[report] authors: "),
 }
 
 
-@pytest.mark.parametrize("case", sorted(BAD))
+@pytest.mark.parametrize("case", sorted(k for k in BAD if BAD[k][1] is not None))
 def test_bad_study_files_give_one_line_errors(tmp_path, case):
     text, message = BAD[case]
     with pytest.raises(StudyError) as info:
@@ -323,3 +330,53 @@ def test_every_committed_study_loads_without_the_peer_libraries(monkeypatch, pat
     registry = get_registry()
     peers = [r.label for r in study.runs if issubclass(registry.algorithm(r.algorithm).cls, svibench.peers.Peer)]
     assert study.runs and not peers
+
+
+SCALED = GOOD + """
+[[problem]]
+name = "marked"
+model = "gmm"
+dataset = "gmm-synthetic"
+dataset_params = { n = 100, n_test = 10 }
+budget = { iterations = 10, seconds = 60 }
+
+[scales.paper]
+methods = ["VMP"]
+
+[scales.paper.problem_budget]
+"marked" = { iterations = 20, at = [1, 2, 3] }
+
+[[claim]]
+id = "vmp-wins"
+source = "a paper"
+kind = "order"
+metric = "elbo"
+better = ["VMP"]
+worse = ["SVI"]
+note = "at the default scale"
+
+[scales.paper.claim.vmp-wins]
+note = "at the paper scale"
+"""
+
+
+def test_a_scale_can_give_one_problem_its_own_budget_keys_and_run_some_methods_only():
+    default, paper = (parse_study(tomllib.loads(SCALED), scale=s) for s in ("default", "paper"))
+    assert {(r.problem.name, r.budget.iterations) for r in default.runs} == {("gmm/gmm-synthetic", 5), ("marked", 10)}
+    assert {(r.problem.name, r.budget.iterations, r.budget.seconds, r.checkpoints.at) for r in paper.runs} == {
+        ("gmm/gmm-synthetic", 5, None, ()), ("marked", 20, 60.0, (1, 2, 3))}
+    assert {r.method for r in paper.runs} == {"VMP"} and {r.method for r in default.runs} == {"SVI", "VMP"}
+    with pytest.raises(StudyError, match=r"^\[scales\] problem_budget: no \[\[problem\]\] named 'gmm/nope'"):
+        parse_study(tomllib.loads(BAD["scale problem budget"][0]), scale="paper")
+    with pytest.raises(StudyError, match=r"^\[scales.paper\] methods: no \[\[algorithm\]\] has the method 'CVI'"):
+        parse_study(tomllib.loads(SCALED.replace('methods = ["VMP"]', 'methods = ["CVI"]')), scale="paper")
+
+
+def test_a_scale_can_say_a_claim_differently():
+    """[scales.NAME.claim.ID] keys replace the claim's at that scale only; an unknown id is a one-line error."""
+    notes = {s: next(c for c in parse_study(tomllib.loads(SCALED.replace('methods = ["VMP"]', '')), scale=s).claims).note
+             for s in ("default", "paper")}
+    assert notes == {"default": "at the default scale", "paper": "at the paper scale"}
+    with pytest.raises(StudyError, match=r"^\[scales.paper\] claim: no \[\[claim\]\] or \[\[target\]\] has the id 'nope'$"):
+        parse_study(tomllib.loads(SCALED.replace("claim.vmp-wins", "claim.nope").replace('methods = ["VMP"]', '')),
+                    scale="paper")
