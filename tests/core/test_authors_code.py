@@ -69,7 +69,7 @@ def test_the_logreg_study_matches_the_authors_files_at_the_paper_scale_only_for_
     default, paper = load_study(study), load_study(study, scale="paper")
     assert set(default.authors) == {"logreg/a1a", "logreg/a7a"}  # the official files; the others' splits are ours
     assert set(paper.authors) == {"logreg/a1a", "logreg/a7a", "logreg/australian", "logreg/breast-cancer",
-                                  "logreg/colon-cancer"}  # covtype: the authors' code's run is not committed yet
+                                  "logreg/colon-cancer", "logreg/covtype"}
 
 
 def test_a_study_whose_prior_differs_from_the_authors_file_is_refused_at_load(tmp_path):
