@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from svibench.algorithms.chol import Chol
 from svibench.algorithms.cvi import CVI
 from svibench.algorithms.prox import ProximalGradientVI
 from svibench.algorithms.sk import SalimansKnowles

@@ -80,7 +80,6 @@ import datetime
 import hashlib
 import json
 import math
-import os
 import re
 import shlex
 import shutil
