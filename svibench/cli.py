@@ -186,7 +186,7 @@ def _final_metrics_text(out: Path) -> str:
     from .health import open_judged
     from .report.tables import final_metrics
 
-    from .report.settings import ReportSettings
+    from .settings import ReportSettings
     from .results import metric_info
 
     ds = open_judged(out, skip_corrupt=True)

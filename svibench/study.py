@@ -35,10 +35,10 @@ A study is a TOML file (read with the standard library's ``tomllib``)::
 
     claim = "table1"              # optional: the [[claim]] these numbers belong to
 
-    [report]                      # see svibench.report.settings
+    [report]                      # see svibench.settings
     target = { metric = "elbo", relative = 0.001 }
 
-    [[claim]]                     # a checked statement of the paper; see svibench.report.claims
+    [[claim]]                     # a checked statement of the paper; see svibench.claims.schema
     id = "table1"
     source = "Table 1"
     kind = "value"                # or "order": better beat worse by >= margin on a metric
@@ -55,8 +55,8 @@ work: every error names the key, what was expected and what was found, in one
 line.  One parser per section (``_parse_scales``, ``_parse_study_table``,
 ``_parse_budget``, ``_parse_problems``, ``_parse_algorithms``, ``_parse_paper``,
 ``_parse_report``, ``_parse_claims`` for ``[[claim]]`` and ``[[reference]]``, see
-:mod:`svibench.report.claims`; a claim's ``note`` quotes measured numbers only through placeholders or
-tags, see :mod:`svibench.report.notes`).
+:mod:`svibench.claims.schema`; a claim's ``note`` quotes measured numbers only through placeholders or
+tags, see :mod:`svibench.claims.notes`).
 """
 from __future__ import annotations
 
@@ -72,10 +72,10 @@ from typing import Any, Callable
 from .authors_code import AuthorsError, match_problems
 from .metrics import DERIVED, MetricError, check_declaration
 from .registry import AlgorithmEntry, Registry, RegistryError, accepted_params, get_registry
-from .report.claims import (Claim, Reference, check_names, parse_claims, parse_references, scale_claims, skip_reasons,
+from .claims.schema import (Claim, Reference, check_names, parse_claims, parse_references, scale_claims, skip_reasons,
                             skipped_not_run)
-from .report.notes import check_note
-from .report.settings import ReportError, ReportSettings
+from .claims.notes import check_note
+from .settings import ReportError, ReportSettings
 from .spec import Budget, Checkpoints, ProblemSpec, RunSpec, canonical_json
 
 __all__ = ["Study", "StudyError", "load_study", "parse_study"]
@@ -582,9 +582,9 @@ def _parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]], problems: li
                   metrics: set[str], report: dict[str, Any], every_problem: list[ProblemSpec],
                   scale: str, labels: set[str], unrun: dict[str, str]) -> tuple[list[Claim], list[Reference]]:
     """``[[claim]]``, ``[[target]]`` and ``[[reference]]``: shape, links to ``[[paper]]``, every name they use
-    exists, a faster claim has a target, and every note passes :func:`svibench.report.notes.check_note` (its
+    exists, a faster claim has a target, and every note passes :func:`svibench.claims.notes.check_note` (its
     placeholders may name any of the study's ``labels`` at any scale: one not run here renders "no ok run").
-    ``unrun`` maps the labels and methods of skipped entries to a reason (:func:`~.report.claims.skip_reasons`)."""
+    ``unrun`` maps the labels and methods of skipped entries to a reason (:func:`~.claims.schema.skip_reasons`)."""
     try:
         claims = _at_scale(parse_claims(scale_claims(raw, scale), paper), paper, problems, every_problem, scale, runs)
         claims = skipped_not_run(claims, {r.method for r in runs} | {r.label for r in runs}, unrun)

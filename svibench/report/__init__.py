@@ -14,7 +14,7 @@ never recompute a run.  One module per job:
 - ``markdown``  the GitHub-readable summary (figures as PNG files beside it)
 - ``build``     ties them together: :func:`write_report`
 """
-from .settings import ReportError, ReportSettings
+from ..settings import ReportError, ReportSettings
 
 __all__ = ["write_report", "Report", "ReportSettings", "ReportError"]
 

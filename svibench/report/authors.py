@@ -5,7 +5,7 @@ For every ``[[paper]]`` row that names the ``iteration`` its number was printed 
 that iteration side by side: the paper's; the authors' own code's (its committed
 trajectory, :mod:`svibench.authors_code`: the value, or the median and range of its
 Monte-Carlo seeds); and each svibench variant's (median and range over seeds).  A
-row's verdict is the ``digits`` rule of value claims (:mod:`svibench.verdicts.kinds`):
+row's verdict is the ``digits`` rule of value claims (:mod:`svibench.claims.kinds`):
 *reproduced* where svibench prints the paper's number at that iteration, or passes
 through it at an iteration where the authors' code does; else *not reproduced*,
 with svibench's nearest iteration to the paper's number and the difference there.
@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from ..authors_code import AuthorsTrajectories
-from ..verdicts.evidence import Evidence
-from ..verdicts.kinds import decimals_of, passes_through, prints
+from ..claims.evidence import Evidence
+from ..claims.kinds import decimals_of, passes_through, prints
 from .fmt import DASH
 from .tables import Table
 

@@ -14,9 +14,9 @@ from .. import health
 from ..metrics import Metric
 from ..authors_code import AuthorsError, AuthorsTrajectories, load_trajectories
 from ..results import answers, metric_info, run_files
-from ..verdicts import Evidence, Verdict, judge
+from ..claims import Evidence, Verdict, judge
 from .authors import rows_table
-from .claims import Claim, parse_claims, parse_references, scale_claims, skip_reasons, skipped_not_run
+from ..claims.schema import Claim, parse_claims, parse_references, scale_claims, skip_reasons, skipped_not_run
 from .compare import pools, unranked
 from .accuracy import accuracy_figure, accuracy_metrics, accuracy_table, closest_table, references_table
 from .figures import (AXES, ReportFigure, best_known, curve_figure, final_figure, headline_styles, palette,
@@ -28,7 +28,7 @@ from .html import Section, render_html
 from .markdown import render_markdown
 from .notes import NoteLookup, render_note
 from .rank import headline, ranking
-from .settings import ReportError, ReportSettings, Target
+from ..settings import ReportError, ReportSettings, Target
 from .tables import (Table, final_metrics, metrics_meaning, ok_runs, paper_comparison, recorded_metrics, runs_not_ok,
                      skipped_pairs, time_to_target)
 

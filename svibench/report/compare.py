@@ -11,8 +11,6 @@ and whether a run had finished.
 - **Performance profile** (Dolan & Moré 2002, Math. Program. 91:201): over
   the instances (problem, seed), the fraction on which an algorithm reaches
   the target within τ × the fastest algorithm's CPU time on that instance.
-- **Unconverged.** A run whose metric still moved by more than the
-  tolerance (relative) over its last 10% of checkpoints.
 """
 from __future__ import annotations
 
@@ -22,38 +20,15 @@ import xarray as xr
 
 from ..results import rankable_runs
 
-__all__ = ["pools", "pairs", "unranked", "profile_ratios", "performance_profile", "unconverged", "TAUS",
-           "LAST_FRACTION"]
+__all__ = ["pools", "pairs", "unranked", "profile_ratios", "performance_profile", "TAUS"]
 
 TAUS = (1.0, 2.0, 4.0, 10.0)
-LAST_FRACTION = 0.1
 
 
 def pools(ds: xr.Dataset, split_panels: bool = False) -> np.ndarray:
     """Per run, the panel/pool it belongs to: its problem base (the ``[[problem]]`` before grid expansion),
     or its problem itself when split."""
     return ds["problem" if split_panels else "problem_base"].values.astype(str)
-
-
-def unconverged(ds: xr.Dataset, metric: str, tolerance: float) -> np.ndarray:
-    """Per run: whether ``metric`` changed by more than ``tolerance`` × |final| over the last 10% of checkpoints.
-
-    The window starts at the checkpoint nearest 90% of the way through the run's
-    finite values (at least one checkpoint back), so a run with 12 checkpoints
-    compares its last value with its second to last.
-    """
-    out = np.zeros(ds.sizes["run"], dtype=bool)
-    if metric not in ds:
-        return out
-    for r in range(ds.sizes["run"]):
-        values = ds[metric].values[r]
-        values = values[np.isfinite(values)]
-        if values.size < 2:
-            continue
-        start = min(values.size - 2, int(round((1 - LAST_FRACTION) * (values.size - 1))))
-        change = abs(values[-1] - values[start])
-        out[r] = change > tolerance * max(abs(values[-1]), 1e-300)
-    return out
 
 
 def pairs(ds: xr.Dataset, metric: str, split_panels: bool = False) -> pd.DataFrame:

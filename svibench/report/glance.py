@@ -12,13 +12,13 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..verdicts import RULE, Verdict
-from .claims import Claim
+from ..claims import RULE, Verdict
+from ..claims.schema import Claim
 from .compare import TAUS, performance_profile, profile_ratios
 from .fmt import DASH, number
 from .frozen import AMENDED, UNKNOWN, Amendments, describe_change
 from .header import Header
-from .settings import Target
+from ..settings import Target
 from .tables import Prose, Table, reach_records
 
 __all__ = ["ranking_tables", "claims_tables", "claim_notes", "profile_table", "ledger", "LEDGER"]

@@ -11,7 +11,7 @@ import numpy as np
 import xarray as xr
 
 from .fmt import number
-from .settings import ReportSettings
+from ..settings import ReportSettings
 
 __all__ = ["Header", "make_header"]
 

@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from ..results import rankable_runs
-from ..verdicts.evidence import Evidence, Reach
-from .settings import Target
+from ..claims.evidence import Evidence, Reach
+from ..settings import Target
 
 __all__ = ["ranking", "headline", "RANK_COLUMNS", "NEVER"]
 

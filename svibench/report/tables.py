@@ -16,8 +16,9 @@ from ..peers import INSTALL
 from ..results import metric_info, named, rankable_runs
 from ..summary import final_table, final_values, metric_names
 from .fmt import DASH, mean_sd, number
-from .compare import unconverged
-from .settings import Target
+from ..claims.convergence import unconverged
+from ..claims.evidence import Evidence
+from ..settings import Target
 
 __all__ = ["Table", "Prose", "final_metrics", "metrics_meaning", "time_to_target", "paper_comparison", "runs_not_ok",
            "skipped_pairs", "recorded_metrics", "ok_runs"]
@@ -139,12 +140,10 @@ def reach_records(ds: xr.Dataset, target: Target) -> pd.DataFrame:
     """One row per run: problem, label, seed, threshold, reached, and the CPU time and epoch of the first checkpoint
     that reached ``target``.
 
-    The same reading as the ranking's and the verdicts' (:class:`svibench.verdicts.Evidence`, one place for it): the
+    The same reading as the ranking's and the verdicts' (:class:`svibench.claims.Evidence`, one place for it): the
     reference is the best final value over the problem's healthy ok runs, and a run that is not ok never reaches
     the target (:mod:`svibench.health`: a run that blew up does not win a race it could not finish).
     """
-    from ..verdicts.evidence import Evidence  # the verdicts read the report's settings: imported when used
-
     ev = Evidence(ds, metric_info(ds))
     lower = ev.info[target.metric].lower
     records = []

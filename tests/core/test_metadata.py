@@ -27,14 +27,14 @@ from svibench.report.compare import pools, unranked
 from svibench.report.figures import best_known
 from svibench.report.glance import ranking_tables
 from svibench.report.rank import ranking
-from svibench.report.settings import ReportSettings, Target
+from svibench.settings import ReportSettings, Target
 from svibench.results import RUN_COORDS, answers, metric_info, open_results, rankable_runs, select_runs
 from svibench.runner import execute
 from svibench.spec import Budget, Checkpoints, ProblemSpec, RunSpec, canonical_json
 from svibench.study import StudyError, load_study, parse_study
 from svibench.sweep import run_study
 from svibench.testing import check_algorithm
-from svibench.verdicts import Evidence
+from svibench.claims import Evidence
 
 REPORTS = Path(__file__).resolve().parents[2] / "reports"
 BUILTIN_MODELS = sorted((name, cls) for name, (cls, source) in get_registry().models.items() if source.startswith("built-in"))

@@ -20,7 +20,8 @@ import pytest
 import xarray as xr
 
 from svibench.metrics import Metric, metric_table, table_json
-from svibench.report.compare import performance_profile, profile_ratios, unconverged
+from svibench.claims.convergence import unconverged
+from svibench.report.compare import performance_profile, profile_ratios
 from svibench.report.index import write_index
 from svibench.report.tables import paper_comparison
 from svibench.study import StudyError, parse_study

@@ -8,8 +8,8 @@ import pytest
 
 from svibench.authors_code import AuthorsTrajectories, MethodTrajectory
 from svibench.report.authors import rows_table
-from svibench.verdicts import Evidence
-from svibench.verdicts.kinds import decimals_of, prints
+from svibench.claims import Evidence
+from svibench.claims.kinds import decimals_of, prints
 
 from .test_verdicts import INFO, claim, results, run, verdict
 

@@ -15,8 +15,9 @@ import pytest
 
 from svibench.executors import run_local
 from svibench.report import write_report
-from svibench.report.notes import NoteLookup, check_note, render_note
-from svibench.report.settings import ReportError, ReportSettings
+from svibench.claims.notes import check_note
+from svibench.report.notes import NoteLookup, render_note
+from svibench.settings import ReportError, ReportSettings
 from svibench.results import open_results
 from svibench.study import StudyError, load_study, parse_study
 from svibench.sweep import run_study

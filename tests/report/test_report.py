@@ -312,7 +312,7 @@ def test_the_shown_metrics_are_report_plot_else_the_primary_and_claimed_ones_els
     from dataclasses import replace
 
     from svibench.metrics import Metric, metric_table
-    from svibench.report.settings import ReportError, ReportSettings
+    from svibench.settings import ReportError, ReportSettings
 
     info = metric_table(Metric("elbo", "higher", "objective", primary=True), Metric("loss", "lower", "task"),
                         Metric("err", "lower", "task", primary=True))

@@ -1,4 +1,4 @@
-"""The verdict rules (svibench.verdicts) on hand-made results whose answer is known.
+"""The verdict rules (svibench.claims) on hand-made results whose answer is known.
 
 Each test is built so that one plausible mutation of the rules flips it: accepting ties, dropping the pairing, counting
 a blown-up run, judging on one seed, leaving the strongest variant of a baseline out, ignoring missing runs.
@@ -12,9 +12,9 @@ import pytest
 import xarray as xr
 
 from svibench.metrics import Metric, metric_table, table_json
-from svibench.report.claims import parse_claims
-from svibench.report.settings import ReportError, Target
-from svibench.verdicts import Evidence, judge
+from svibench.claims.schema import parse_claims
+from svibench.settings import ReportError, Target
+from svibench.claims import Evidence, judge
 
 INFO = metric_table(Metric("elbo", "higher", "objective", "nats"), Metric("loss", "lower", "task", "bits", low=0.0))
 

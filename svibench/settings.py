@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..metrics import Metric
-from ..results import ResultsError
+from .metrics import Metric
+from .results import ResultsError
 
 __all__ = ["ReportSettings", "Target", "ReportError", "parse_target"]
 

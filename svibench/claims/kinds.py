@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..report.claims import Claim
+from .schema import Claim
 from .evidence import Evidence
 
 __all__ = ["units", "Chosen", "decimals_of", "prints", "passes_through"]

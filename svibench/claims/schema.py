@@ -3,7 +3,7 @@
 A ``[[claim]]`` states what a paper says, no weaker and no different; a
 ``[[target]]`` has the same form but is the project's own acceptance target
 (shown apart, never counted in the tally of paper claims).  Their verdicts come
-from :mod:`svibench.verdicts`.  Kinds::
+from :mod:`svibench.claims`.  Kinds::
 
     [[claim]]
     id = "cvi-faster-than-chol"
@@ -61,7 +61,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .settings import ReportError, Target, parse_target
+from ..settings import ReportError, Target, parse_target
 
 __all__ = ["Claim", "Reference", "KINDS", "LEDGERS", "parse_claims", "parse_references", "scale_claims", "check_names",
            "skip_reasons", "skipped_not_run"]

@@ -18,9 +18,9 @@ import xarray as xr
 
 from .. import health
 from ..metrics import DERIVED, Metric
-from ..report.claims import Claim
-from ..report.compare import unconverged
-from ..report.settings import Target
+from .schema import Claim
+from .convergence import unconverged
+from ..settings import Target
 
 __all__ = ["Evidence", "Reach", "DEFAULT_TIE", "AXIS_VARIABLE"]
 
@@ -62,7 +62,7 @@ class Evidence:
     targets : tuple of Target
         The study's ``[report]`` targets (a faster claim's default, and the default tie tolerance).
     converged_tolerance : float
-        The report's unconverged rule (see :func:`svibench.report.compare.unconverged`).
+        The report's unconverged rule (see :func:`svibench.claims.convergence.unconverged`).
     authors : mapping
         Problem name → the trajectories of the paper's own code on it (:mod:`svibench.authors_code`), for the
         ``digits`` rule of value claims.

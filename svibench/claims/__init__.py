@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..report.claims import Claim
+from .schema import Claim
 from .evidence import Evidence
 from .kinds import Chosen, units
 
