@@ -120,6 +120,8 @@ METHOD_NAMES = {"CVI-exact": "CVI-exact", "PG-exact": "PG-exact", "Chol": "Chol"
                 "CVI": "CVI", "SnK-alg2": "S&K-Alg2", "SnK-FG": "S&K-FG"}
 DETERMINISTIC_RUN = ("CVI-exact", ("PG-exact", "Chol"))
 MC_RUN = ("CVI", ("SnK-alg2", "SnK-FG"))
+#: Chol run to minFunc's own stopping rule (--chol-converged), beside Table 3's Chol at its iteration count
+CHOL_CONVERGED = "Chol (converged)"
 STEP_CONVENTION = {
     "CVI-exact": "log_reg_expt.m: beta = 1/(w+1); tlam = beta*tlam + (1-beta)*(gradient term), i.e. step w/(1+w)",
     "CVI": "log_reg_expt.m: beta = 1/(w+1); tlam = beta*tlam + (1-beta)*(gradient term), i.e. step w/(1+w)",
@@ -248,6 +250,8 @@ PATCHES = [
     "log_reg_expt.m: the baselines' nlz_b and every method's algo_params are kept",
     "log_reg_expt.m: the plotting section -> driver_save.m (writes the results with %.17g)",
     "log_reg/baseline_infer.m: 'useMex', 0 added to minFunc's options (copy first on Octave's path)",
+    "log_reg_expt.m: after a baseline's get_expt_params, Chol's maxItersInfer = DRIVER.chol_iters when the driver "
+    "sets it (--chol-converged; no change otherwise)",
 ]
 
 
@@ -289,7 +293,10 @@ def patch_expt(text: str) -> tuple[str, dict[str, str]]:
                       "setSeed(DRIVER.mc_seed); % svibench driver\nfprintf('CVI with stochastic gradients\\n');", where)
     body = substitute(body, "   setSeed(1);\n   [~, algo_params] = get_expt_params(dataset_name, baselines{i});",
                       "   setSeed(DRIVER.mc_seed); % svibench driver\n"
-                      "   [~, algo_params] = get_expt_params(dataset_name, baselines{i});", where)
+                      "   [~, algo_params] = get_expt_params(dataset_name, baselines{i});\n"
+                      "   if isfield(DRIVER, 'chol_iters') && strcmp(baselines{i}, 'Chol') % svibench driver\n"
+                      "      algo_params.maxItersInfer = DRIVER.chol_iters;\n"
+                      "   end", where)
     body = substitute(body, "log_loss_cvi(1) = compute_log_loss(y_te, tm_te, tv_te);\n",
                       "log_loss_cvi(1) = compute_log_loss(y_te, tm_te, tv_te);\n"
                       "[nlz_cvi(1), driver_ll(1)] = driver_cvi_nlz(0, X, y, tlam_1, tlam_2, deltas, X_te, y_te); "
@@ -400,6 +407,7 @@ def run_octave(octave: str, work: Path, checkout: Path, config: dict, tag: str) 
              f"DRIVER.cvi_algo = '{config['cvi_algo']}';",
              "DRIVER.baselines = {" + ", ".join(f"'{b}'" for b in config["baselines"]) + "};",
              f"DRIVER.mc_seed = {config['mc_seed']};",
+             *([f"DRIVER.chol_iters = {config['chol_iters']};"] if "chol_iters" in config else []),
              f"DRIVER.out_file = '{work / ('results_' + tag + '.txt')}';"]
     (work / "driver_config.m").write_text("% written by svibench's driver for run " + tag + "\n" + "\n".join(lines) + "\n")
     adds = "".join(f"addpath('{p}'); " for p in octave_path(checkout))
@@ -483,8 +491,13 @@ def run_dataset(args, svi_name: str, versions: tuple[str, str], command: str) ->
         (work / f"{fname}.m").write_text(f"% verbatim local function of {REPOSITORY}@{COMMIT} log_reg_expt.m\n" + text)
     (work / "baseline_infer.m").write_text(patch_baseline_infer((checkout / "log_reg" / "baseline_infer.m").read_text()))
 
-    runs = [("det", {"cvi_algo": DETERMINISTIC_RUN[0], "baselines": DETERMINISTIC_RUN[1], "mc_seed": 1})]
-    runs += [(f"mc{s}", {"cvi_algo": MC_RUN[0], "baselines": MC_RUN[1], "mc_seed": s}) for s in range(1, args.seeds + 1)]
+    if args.chol_converged:
+        runs = [("chol", {"cvi_algo": DETERMINISTIC_RUN[0], "baselines": ("Chol",), "mc_seed": 1,
+                          "chol_iters": args.chol_converged})]
+    else:
+        runs = [("det", {"cvi_algo": DETERMINISTIC_RUN[0], "baselines": DETERMINISTIC_RUN[1], "mc_seed": 1})]
+        runs += [(f"mc{s}", {"cvi_algo": MC_RUN[0], "baselines": MC_RUN[1], "mc_seed": s})
+                 for s in range(1, args.seeds + 1)]
     methods: dict[str, dict] = {}
     files: set[str] = set()
     problem = None
@@ -515,13 +528,15 @@ def run_dataset(args, svi_name: str, versions: tuple[str, str], command: str) ->
                               "train_rows_sha256": train_rows_sha}
         files |= res["files"]
         for octave_name, m in res["methods"].items():
+            if tag == "chol" and octave_name != "Chol":
+                continue  # the CVI-exact the script always runs first is in the file already
             k = m["maxItersInfer"]
             for key in ("neg_log_lik", "log_loss", "time"):
                 assert len(m[key]) == k + 1, (octave_name, key, len(m[key]), k)
                 if not all(math.isfinite(v) for v in m[key]):
                     print(f"[{svi_name}] warning: {octave_name} {key} has non-finite values (stored as null)")
-            deterministic = tag == "det"
-            entry = methods.setdefault(METHOD_NAMES[octave_name], {
+            deterministic = tag in ("det", "chol")
+            entry = methods.setdefault(CHOL_CONVERGED if tag == "chol" else METHOD_NAMES[octave_name], {
                 "authors_name": octave_name, "w": m["w"], "step_convention": STEP_CONVENTION[octave_name],
                 "iterations": k, "deterministic": deterministic, "neg_log_lik": [], "log_loss": [],
                 "time_s": [], "seeds": None if deterministic else []})
@@ -550,7 +565,7 @@ def run_dataset(args, svi_name: str, versions: tuple[str, str], command: str) ->
         if git_blob(checkout, rel) != git_hash_object(checkout, checkout / rel):
             raise SystemExit(f"{checkout / rel} differs from {rel} at {COMMIT}")
 
-    order = ["CVI-exact", "PG-exact", "Chol", "CVI", "S&K-Alg2", "S&K-FG"]
+    order = ["CVI-exact", "PG-exact", "Chol", CHOL_CONVERGED, "CVI", "S&K-Alg2", "S&K-FG"]
     doc = {
         "provenance": {
             "repository": REPOSITORY, "commit": COMMIT, "files": sorted(used),
@@ -579,11 +594,30 @@ def run_dataset(args, svi_name: str, versions: tuple[str, str], command: str) ->
                                        "over all rows); the authors' own .mat is not available")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{svi_name}.json"
+    if args.chol_converged:
+        doc = add_to_existing(path, doc)
     path.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     print(f"[{svi_name}] wrote {path} ({wall:.1f} s of Octave)", flush=True)
     if not args.keep_tmp:
         shutil.rmtree(work)
     return path
+
+
+def add_to_existing(path: Path, run: dict) -> dict:
+    """The committed file at ``path`` with ``run``'s "Chol (converged)" added and its provenance under
+    ``provenance.additions`` (the file's other methods are left as they were)."""
+    if not path.exists():
+        raise SystemExit(f"--chol-converged adds to an existing file; {path} does not exist (run without it first)")
+    doc = json.loads(path.read_text())
+    if doc["problem"] != run["problem"]:
+        raise SystemExit(f"{path}: its problem differs from this run's; rebuild it without --chol-converged")
+    doc["methods"][CHOL_CONVERGED] = run["methods"][CHOL_CONVERGED]
+    prov = {k: run["provenance"][k] for k in ("commit", "files", "octave", "octave_statistics", "command", "date",
+                                              "patches", "wall_time_s")}
+    prov["methods"] = [CHOL_CONVERGED]
+    doc["provenance"]["additions"] = [a for a in doc["provenance"].get("additions", [])
+                                      if a["methods"] != [CHOL_CONVERGED]] + [prov]
+    return doc
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -597,6 +631,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--octave", default="octave-cli")
     parser.add_argument("--tmp-dir", default=None, help="parent of the temporary directories (default: system's)")
     parser.add_argument("--keep-tmp", action="store_true", help="keep the temporary directories (logs)")
+    parser.add_argument("--chol-converged", type=int, default=None, metavar="N",
+                        help="run only Chol, with maxItersInfer = N (minFunc stops earlier at its TolFun/TolX of "
+                             "1e-4), and add it as 'Chol (converged)' to the existing file in --out")
     args = parser.parse_args(argv)
     args.mat_dir = args.mat_dir or args.checkout / "log_reg" / "datasets"
     command = shlex.join(["python", *(sys.argv if argv is None else [DRIVER, *argv])])
