@@ -9,7 +9,8 @@ Example (in a study file)::
     plot = ["elbo", "heldout_loglik"]                   # the metrics to draw (default: all)
     suboptimality = ["neg_elbo"]    # metrics drawn as |f - f*| / |f*| (default: the objective ones)
     split_panels = false            # true: one panel per grid point (e.g. random split) instead of pooling
-    converged_tolerance = 1e-3      # relative change over the last 10% of checkpoints that marks a run unconverged
+    converged_tolerance = 1e-3      # relative change over the window that marks a run unconverged (beyond its noise)
+    converged_window = 0.1          # the window: this fraction of a run's last checkpoints (svibench.claims.convergence)
 
 What a metric means — which way is better, whether it is an objective, a task
 metric or a diagnostic, whether it is a fair ranking key — is declared by the
@@ -29,13 +30,17 @@ from .results import ResultsError
 
 __all__ = ["ReportSettings", "Target", "ReportError", "parse_target"]
 
-KNOWN_KEYS = ("target", "plot", "suboptimality", "split_panels", "converged_tolerance", "authors")
+KNOWN_KEYS = ("target", "plot", "suboptimality", "split_panels", "converged_tolerance", "converged_window",
+              "authors")
 #: Keys of earlier versions that this one refuses, and why.
 REFUSED_KEYS = {key: "which way is better is declared by the model that reports a metric (svibench.metrics.Metric), "
                      "not by the study; remove this key" for key in ("lower_is_better", "higher_is_better")}
 #: Default ``converged_tolerance``: a run whose metric moved more than this (relative) over its last 10% of
 #: checkpoints is marked unconverged.
 CONVERGED_TOLERANCE = 1e-3
+#: Default ``converged_window``: the fraction of a run's last checkpoints that rule looks at
+#: (:mod:`svibench.claims.convergence`, which also allows for the seed-to-seed noise).
+CONVERGED_WINDOW = 0.1
 TOLERANCES = ("relative", "absolute", "value")
 
 
@@ -76,6 +81,7 @@ class ReportSettings:
     suboptimality: tuple[str, ...] | None = None
     split_panels: bool = False
     converged_tolerance: float = CONVERGED_TOLERANCE
+    converged_window: float = CONVERGED_WINDOW
     #: Show every recorded metric (``svibench report --metrics all``), not the default view (:meth:`shown`).
     show_all: bool = False
     #: Metrics the study's claims and targets are judged on: shown by default beside the primary ones, so a
@@ -105,8 +111,12 @@ class ReportSettings:
         tol = table.get("converged_tolerance", CONVERGED_TOLERANCE)
         if isinstance(tol, bool) or not isinstance(tol, (int, float)) or tol <= 0:
             raise ReportError(f"[report] converged_tolerance: expected a positive number, got {tol!r}")
+        window = table.get("converged_window", CONVERGED_WINDOW)
+        if isinstance(window, bool) or not isinstance(window, (int, float)) or not 0 < window < 1:
+            raise ReportError(f"[report] converged_window: expected a fraction of the checkpoints in (0, 1), got {window!r}")
         ignored = tuple(sorted(set(table) - set(KNOWN_KEYS)))
-        return cls(tuple(targets), ignored, tuple(plot), None if subopt is None else tuple(subopt), split, float(tol))
+        return cls(tuple(targets), ignored, tuple(plot), None if subopt is None else tuple(subopt), split, float(tol),
+                   float(window))
 
     @classmethod
     def check(cls, table: dict[str, Any], metrics: set[str]) -> "ReportSettings":

@@ -7,20 +7,27 @@ The rule, stated in every report with its n:
   measures on a unit).  A tie never holds: order and faster claims need a gap
   beyond the tie tolerance, in the claimed direction; an as-fast claim needs
   every method at the target, the slowest within ``ratio`` of the fastest.
-- **Complete.** Every planned run of the methods the claim names, on its
-  problems, must have ended healthy and ``ok`` (:mod:`svibench.health`);
-  otherwise the verdict is *incomplete* and names the runs.  A problem whose
-  runs all failed stays in the denominator that way.
-- **Sign rule.** With n ≥ 3 units: *reproduced* when every unit holds, *not
-  reproduced* when none does, *partly* when the units disagree only between
-  problems (each problem unanimous on ≥ 3 units), else *inconclusive*.  Fewer
-  than 3 units is *inconclusive*, and so is a claim judged on an unconverged run
-  unless it is declared ``at_budget`` (a faster claim reads the time a target is
-  reached, so convergence enters it only when it also says where the runs end,
-  ``final``).
-- A ``value`` claim declared ``comparable = false`` is *not comparable*
-  whatever its numbers; *not run* when no unit exists at all, or the claim says
-  why the study cannot run it yet (``not_run``).
+- **A diverged run is a result.**  It fails every unit it is in (its method
+  lost that unit); a variant is chosen with its diverged runs counting as its
+  worst, and then judged on every unit, so it is never picked only where it
+  survived.
+- **Incomplete** only when a planned run of a variant the claim names is
+  absent: not run, crashed, or timed out.  The verdict names those runs.
+- **Undecided units.**  A unit whose answer a still-moving run could change
+  (:mod:`.convergence`; e.g. the better side of a unit that fails, the worse
+  side of one that holds) is left out of n unless the claim is declared
+  ``at_budget``; the verdict says how many.
+- **Sign rule** (:mod:`.stats`).  With n decided units, k of which hold:
+  *partly* when the units disagree only between problems (each problem
+  unanimous on ≥ 3 units); else *reproduced* when the one-sided sign test
+  gives P(X ≥ k) ≤ 0.05, *not reproduced* when P(X ≤ k) ≤ 0.05, and *mixed*
+  (k/n) otherwise.  Fewer than 5 units cannot reach p ≤ 0.05 either way: *too
+  few units*, with the count.  Every verdict prints n, k and p.
+- **Comparability per problem.**  A unit on a problem the claim declares not
+  comparable (``comparable``: not the paper's data or split) is shown but not
+  counted; with no comparable unit the verdict is *not comparable*.  A value
+  claim's units are its [[paper]] rows.  *Not run* when no unit exists at all,
+  or the claim says why the study cannot run it yet (``not_run``).
 """
 from __future__ import annotations
 
@@ -31,16 +38,20 @@ import pandas as pd
 from .schema import Claim
 from .evidence import Evidence
 from .kinds import Chosen, units
+from .stats import ALPHA, MIN_UNITS, sign_test
 
-__all__ = ["Verdict", "VERDICTS", "MIN_UNITS", "judge", "Evidence", "RULE"]
+__all__ = ["Verdict", "VERDICTS", "MIN_UNITS", "PARTLY_UNITS", "judge", "Evidence", "RULE"]
 
-VERDICTS = ("reproduced", "partly", "not reproduced", "inconclusive", "incomplete", "not comparable", "not run")
-#: The fewest paired units on which a verdict other than inconclusive is given.
-MIN_UNITS = 3
-RULE = ("Paired units are (problem, seed). Sign rule: with n ≥ 3 units, reproduced when every unit holds, not "
-        "reproduced when none does, partly when units disagree only between problems (each unanimous on ≥ 3 units), "
-        "else inconclusive; a tie never holds. Incomplete: a planned run of a named method is not ok.")
-UNIT_COLUMNS = ["pool", "problem", "seed", "holds", "number", "detail", "unconverged"]
+VERDICTS = ("reproduced", "partly", "not reproduced", "mixed", "too few units", "incomplete", "not comparable",
+            "not run")
+#: The fewest units each problem needs for a *partly* (every problem unanimous).
+PARTLY_UNITS = 3
+RULE = ("Paired units are (problem, seed); a tie never holds; a diverged run fails its units. Sign rule on the decided "
+        f"units: partly when units disagree only between problems (each unanimous on ≥ {PARTLY_UNITS} units), else "
+        f"reproduced when the one-sided sign test gives p ≤ {ALPHA} that it holds, not reproduced when p ≤ {ALPHA} that "
+        f"it fails, else mixed (k/n); fewer than {MIN_UNITS} units: too few units. Incomplete: a planned run of a "
+        "named method is absent, crashed or timed out.")
+UNIT_COLUMNS = ["pool", "problem", "seed", "holds", "number", "detail", "unconverged", "comparable"]
 
 
 @dataclass(frozen=True)
@@ -54,13 +65,33 @@ class Verdict:
     variants: Chosen = field(default_factory=dict)
 
     @property
-    def evidence(self) -> list[str]:
-        """Per pool: how many units hold, and the range of the measured number."""
+    def summaries(self) -> list[str]:
+        """Per pool: how many units hold, with the variants judged."""
         out = []
         for pool, group in self.units.groupby("pool", sort=False):
             chosen = ", ".join(f"{m} as {lb}" if m != lb else m for m, lb in self.variants.get(pool, {}).items())
-            out.append(f"{pool}: {int(group['holds'].sum())}/{len(group)} hold; "
-                       + "; ".join(group["detail"].head(3)) + (" …" if len(group) > 3 else "")
+            out.append(f"{pool}: {int(group['holds'].sum())}/{len(group)} hold" + (f" [{chosen}]" if chosen else ""))
+        return out
+
+    @property
+    def unit_lines(self) -> list[str]:
+        """Every unit in one line: where, whether it holds, why; undecided and not comparable ones marked."""
+        out = []
+        for u in self.units.itertuples():
+            marks = ([] if u.comparable else ["not comparable"]) + (["undecided"] if u.unconverged and not
+                                                                      self.claim.at_budget else [])
+            where = u.pool if self.claim.kind == "value" else f"{u.problem} seed {u.seed}"  # a value claim's unit is a row
+            out.append(f"{where}: {'holds' if u.holds else 'fails'} ({u.detail})"
+                       + (f" [{', '.join(marks)}]" if marks else ""))
+        return out
+
+    @property
+    def evidence(self) -> list[str]:
+        """Per pool: how many units hold, and every unit's measured number."""
+        out = []
+        for pool, group in self.units.groupby("pool", sort=False):
+            chosen = ", ".join(f"{m} as {lb}" if m != lb else m for m, lb in self.variants.get(pool, {}).items())
+            out.append(f"{pool}: {int(group['holds'].sum())}/{len(group)} hold; " + "; ".join(group["detail"])
                        + (f" [{chosen}]" if chosen else ""))
         return out
 
@@ -74,32 +105,43 @@ def _decide(claim: Claim, table: pd.DataFrame, missing: list[str]) -> tuple[str,
     if claim.not_run:
         return "not run", f"not run: {claim.not_run}"
     if table.empty and not missing:
-        return "not run", "no ok run of the methods it names"
-    if claim.kind == "value" and not claim.comparable:
+        return "not run", "no run of the methods it names"
+    if claim.comparable is False or (not table.empty and not table["comparable"].any()):
         return "not comparable", f"not comparable: {claim.comparable_why}"
     if missing:
         more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-        return "incomplete", f"{len(missing)} planned run(s) not ok: {', '.join(missing[:3])}{more}"
-    n, held = len(table), int(table["holds"].sum())
+        return "incomplete", f"{len(missing)} planned run(s) absent, crashed or timed out: {', '.join(missing[:3])}{more}"
+    elsewhere = ~table["comparable"].astype(bool)
+    aside = (f"; {int(elsewhere.sum())} unit(s) on problems not comparable left out ({claim.comparable_why})"
+             if elsewhere.any() else "")
+    table = table[~elsewhere]
+    undecided = table["unconverged"] & (not claim.at_budget)
+    decided = table[~undecided]
+    n, held = len(decided), int(decided["holds"].sum())
+    test = sign_test(held, n)
+    open_ = (f"; {int(undecided.sum())} more unit(s) undecided: a run that could change their answer was still moving"
+             if undecided.any() else "") + aside
     if n < MIN_UNITS:
-        return "inconclusive", f"n = {n} paired unit(s), fewer than {MIN_UNITS}"
-    moving = int(table["unconverged"].sum())
-    if moving and not claim.at_budget:
-        return "inconclusive", f"{moving} of {n} units have an unconverged run and the claim is not at a budget"
-    if held == n:
-        return "reproduced", f"holds on all n = {n} paired units"
-    if held == 0:
-        return "not reproduced", f"holds on none of n = {n} paired units"
-    per_pool = table.groupby("pool")["holds"].agg(["nunique", "size"])
-    if (per_pool["nunique"] == 1).all() and (per_pool["size"] >= MIN_UNITS).all():
-        return "partly", f"holds on {held} of n = {n} units: on every unit of some problems, none of the others"
-    return "inconclusive", f"units disagree: holds on {held} of n = {n}"
+        return "too few units", (f"{held} of n = {n} decided unit(s) hold{open_}; the one-sided sign test needs "
+                                 f"n ≥ {MIN_UNITS} to reach p ≤ {ALPHA}")
+    per_pool = decided.groupby("pool", sort=False)["holds"].agg(["all", "any", "size"])
+    unanimous = (per_pool["all"] | ~per_pool["any"]).all() and (per_pool["size"] >= PARTLY_UNITS).all()
+    if unanimous and per_pool["all"].any() and not per_pool["all"].all():
+        held_on = ", ".join(per_pool.index[per_pool["all"]])
+        return "partly", f"holds on every unit of {held_on} and on none of the others; {test.describe()}{open_}"
+    if test.p_holds <= ALPHA:
+        return "reproduced", f"{test.describe()}{open_}"
+    if test.p_fails <= ALPHA:
+        return "not reproduced", f"{test.describe()}{open_}"
+    return "mixed", f"mixed ({held}/{n}): {test.describe()}{open_}"
 
 
 def _judge_one(claim: Claim, ev: Evidence) -> Verdict:
     if claim.not_run:
         return Verdict(claim, *_decide(claim, pd.DataFrame(columns=UNIT_COLUMNS), []), pd.DataFrame(columns=UNIT_COLUMNS))
     rows, chosen = units(ev, claim)
+    for unit in rows:
+        unit["comparable"] = claim.comparable_on(ev.base_of(unit["problem"]))
     table = pd.DataFrame(rows, columns=UNIT_COLUMNS)
     problems = [p for pool in ev.pools(claim).values() for p in pool]
     if claim.kind == "value":

@@ -22,12 +22,15 @@ from .schema import Claim
 from .convergence import unconverged
 from ..settings import Target
 
-__all__ = ["Evidence", "Reach", "DEFAULT_TIE", "AXIS_VARIABLE"]
+__all__ = ["Evidence", "Reach", "DEFAULT_TIE", "AXIS_VARIABLE", "JUDGED"]
 
 #: Relative tolerance under which two values tie when neither the claim nor the study's target gives one.
 DEFAULT_TIE = 1e-3
 #: The results variable a claim's axis reads: CPU seconds, data passes, or (a [[paper]] row's ``iteration``) steps.
 AXIS_VARIABLE = {"time": "time", "epoch": "epoch", "iteration": "iteration"}
+#: The statuses a verdict judges: a run that ended ok, and one that diverged (a result about its method, which fails
+#: the units it is in); any other status (not run, crashed, timed out) is missing data.
+JUDGED = ("ok", "diverged")
 
 
 
@@ -61,8 +64,8 @@ class Evidence:
         The study's ``[[paper]]`` rows.
     targets : tuple of Target
         The study's ``[report]`` targets (a faster claim's default, and the default tie tolerance).
-    converged_tolerance : float
-        The report's unconverged rule (see :func:`svibench.claims.convergence.unconverged`).
+    converged_tolerance, converged_window : float
+        The convergence rule's tolerance and window (:func:`svibench.claims.convergence.unconverged`).
     authors : mapping
         Problem name → the trajectories of the paper's own code on it (:mod:`svibench.authors_code`), for the
         ``digits`` rule of value claims.
@@ -74,6 +77,7 @@ class Evidence:
     paper: list[dict[str, Any]] = field(default_factory=list)
     targets: tuple[Target, ...] = ()
     converged_tolerance: float = 1e-3
+    converged_window: float = 0.1
     authors: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -112,28 +116,43 @@ class Evidence:
         runs = self.runs
         return sorted(set(runs.loc[(runs["problem_base"] == name) | (runs["problem"] == name), "problem"]))
 
+    def base_of(self, problem: str) -> str:
+        """The problem base (the ``[[problem]]`` before grid expansion) of the exact problem ``problem``."""
+        at = self.runs.loc[self.runs["problem"] == problem, "problem_base"]
+        return str(at.iloc[0]) if len(at) else problem
+
     def missing(self, labels: list[str], problems: list[str]) -> list[str]:
-        """The planned runs of ``labels`` on ``problems`` that are not healthy and ok, as text."""
+        """The planned runs of ``labels`` on ``problems`` that a verdict cannot judge, as text: absent, crashed or
+        timed out (a diverged run is judged, :data:`JUDGED`)."""
         on_disk = {(r.problem, r.label, r.seed): r.status for r in self.runs.itertuples()}
         out = []
         for run in self.planned:
             if run["label"] in labels and run["problem"] in problems:
                 status = on_disk.get((run["problem"], run["label"], int(run["seed"])), "missing")
-                if status != "ok":
+                if status not in JUDGED:
                     out.append(f"{run['label']} seed {run['seed']} on {run['problem']} ({status})")
         return out
 
-    def run(self, problem: str, label: str, seed: int) -> int | None:
-        """The index of the ok run of ``label`` with ``seed`` on ``problem``, or None."""
+    def run(self, problem: str, label: str, seed: int, judged: bool = False) -> int | None:
+        """The index of the ok run (with ``judged``: ok or diverged) of ``label`` with ``seed`` on ``problem``, or
+        None."""
         at = self.runs.index[(self.runs["problem"] == problem) & (self.runs["label"] == label)
-                             & (self.runs["seed"] == seed) & (self.runs["status"] == "ok")]
+                             & (self.runs["seed"] == seed) & self._selected(judged)]
         return int(at[0]) if len(at) else None
 
-    def seeds(self, problem: str, labels: list[str]) -> list[int]:
-        """The seeds on which every one of ``labels`` has an ok run on ``problem`` (the paired units)."""
-        ok = self.runs[(self.runs["problem"] == problem) & (self.runs["status"] == "ok")]
+    def seeds(self, problem: str, labels: list[str], judged: bool = False) -> list[int]:
+        """The seeds on which every one of ``labels`` has an ok run (with ``judged``: ok or diverged) on ``problem``:
+        the paired units."""
+        ok = self.runs[(self.runs["problem"] == problem) & self._selected(judged)]
         sets = [set(ok.loc[ok["label"] == lb, "seed"]) for lb in labels]
         return sorted(set.intersection(*sets)) if sets else []
+
+    def diverged(self, r: int) -> bool:
+        """Whether run ``r`` diverged (:mod:`svibench.health`)."""
+        return self.runs.at[r, "status"] == "diverged"
+
+    def _selected(self, judged: bool) -> pd.Series:
+        return self.runs["status"].isin(JUDGED) if judged else self.runs["status"] == "ok"
 
     # -- values
     def trajectory(self, r: int, metric: str, axis: str) -> tuple[np.ndarray, np.ndarray]:
@@ -176,9 +195,11 @@ class Evidence:
         k = int(hit[0])
         return Reach(float(progress[k - 1]) if k else 0.0, float(progress[k]))
 
-    def best_final(self, problem: str, metric: str) -> float:
-        """The best final value of ``metric`` over every healthy ok run on ``problem`` (any algorithm)."""
-        rows = self.runs.index[(self.runs["problem"] == problem) & (self.runs["status"] == "ok")]
+    def best_final(self, problem: str, metric: str, labels: list[str] | None = None) -> float:
+        """The best final value of ``metric`` over the healthy ok runs on ``problem``: of ``labels``, or of every
+        algorithm."""
+        at = (self.runs["problem"] == problem) & (self.runs["status"] == "ok")
+        rows = self.runs.index[at & self.runs["label"].isin(labels) if labels is not None else at]
         values = [self.value_at(int(r), metric, "final") for r in rows]
         values = [v for v in values if math.isfinite(v)]
         if not values:
@@ -186,8 +207,9 @@ class Evidence:
         return (min if self.info[metric].lower else max)(values)
 
     def unconverged(self, metric: str) -> np.ndarray:
-        """Per run: whether ``metric`` still moved over its last 10% of checkpoints (the report's † rule)."""
-        return unconverged(self.ds, metric, self.converged_tolerance)
+        """Per run: whether ``metric`` still moved over its last checkpoints (the report's † rule,
+        :func:`svibench.claims.convergence.unconverged`)."""
+        return unconverged(self.ds, metric, self.converged_tolerance, self.converged_window)
 
     # -- tolerances
     def target(self, claim: Claim) -> Target | None:

@@ -5,8 +5,16 @@ A unit row has: ``pool`` (the claim's problem it belongs to), ``problem``,
 unit was still moving), ``number`` (the unit's measured gap, ratio or spread)
 and ``detail`` (the same in words).  The variant of each method a claim names is
 chosen once per pool, from every variant the study ran (or the claim's declared
-ones): the one with the best median over the pool's runs, so that the better
-side is at its best and the worse side is the strongest baseline.
+ones): the one with the best median over the pool's runs, a diverged run
+counting as the worst score, so that the better side is at its best and the
+worse side is the strongest baseline.
+
+A diverged run is judged: it fails the unit it is in (its side loses: a unit
+holds when only the worse side diverged).  A unit is marked ``unconverged``
+only when a still-moving run could change its answer: for an order or final
+comparison, a run of the worse side of a unit that holds or of the better side
+of one that fails; for an equivalence, a trend or a paper value, any of its
+runs.
 """
 from __future__ import annotations
 
@@ -17,7 +25,7 @@ from typing import Callable
 import numpy as np
 
 from .schema import Claim
-from .evidence import Evidence
+from .evidence import JUDGED, Evidence
 
 __all__ = ["units", "Chosen", "decimals_of", "prints", "passes_through"]
 
@@ -32,8 +40,9 @@ def _choose(ev: Evidence, claim: Claim, problems: list[str], name: str, score: C
     final = _final_score(ev, claim)
 
     def median_of(label: str, of: Callable[[int], float]) -> float:
-        rows = ev.runs.index[ev.runs["problem"].isin(problems) & (ev.runs["label"] == label) & (ev.runs["status"] == "ok")]
-        scores = [of(int(r)) for r in rows]
+        rows = ev.runs.index[ev.runs["problem"].isin(problems) & (ev.runs["label"] == label)
+                             & ev.runs["status"].isin(JUDGED)]
+        scores = [-math.inf if ev.diverged(int(r)) else of(int(r)) for r in rows]
         return median(scores) if scores else -math.inf
     return max(candidates, key=lambda label: (median_of(label, score), median_of(label, final), label))
 
@@ -50,10 +59,12 @@ def _reach_score(ev: Evidence, claim: Claim) -> Callable[[int], float]:
 
 
 def _thresholds(ev: Evidence, claim: Claim) -> dict[str, float]:
-    """A faster claim's target value per exact problem (from the best final value of every ok run there)."""
+    """A faster or as-fast claim's target value per exact problem: from the best final value of the ok runs of the
+    methods the claim names (every variant it may choose), never of a bystander."""
     target = ev.target(claim)
     lower = ev.info[claim.metric].lower
-    return {p: target.threshold(ev.best_final(p, claim.metric), lower) for p in set(ev.runs["problem"])}
+    labels = sorted({lb for name in claim.better + claim.worse + claim.methods for lb in ev.labels(claim, name)})
+    return {p: target.threshold(ev.best_final(p, claim.metric, labels), lower) for p in set(ev.runs["problem"])}
 
 
 def _unit(pool: str, problem: str, seed: int, holds: bool, number: float, detail: str,
@@ -69,14 +80,31 @@ def _paired(ev: Evidence, claim: Claim, names: tuple[str, ...], score) -> tuple[
         chosen[pool] = {name: _choose(ev, claim, problems, name, score) for name in names}
         for problem in problems:
             labels = list(chosen[pool].values())
-            for seed in ev.seeds(problem, labels):
-                out.append((pool, problem, seed, {n: ev.run(problem, lb, seed) for n, lb in chosen[pool].items()}))
+            for seed in ev.seeds(problem, labels, judged=True):
+                out.append((pool, problem, seed, {n: ev.run(problem, lb, seed, judged=True)
+                                                  for n, lb in chosen[pool].items()}))
     return out, chosen
 
 
 def _moving(ev: Evidence, claim: Claim, runs) -> bool:
+    """Whether any of ``runs`` (not diverged) was still moving on the claim's metric."""
     flags = ev.unconverged(claim.metric)
-    return bool(any(flags[r] for r in runs))
+    return bool(any(flags[r] and not ev.diverged(r) for r in runs))
+
+
+def _sides(ev: Evidence, claim: Claim, runs: dict[str, int]) -> tuple[list[str], list[str]]:
+    """The diverged methods of the better and of the worse side of a unit."""
+    return ([n for n in claim.better if ev.diverged(runs[n])], [n for n in claim.worse if ev.diverged(runs[n])])
+
+
+def _could_flip(ev: Evidence, claim: Claim, runs: dict[str, int], holds: bool) -> bool:
+    """Whether a still-moving run could change a comparison's answer: the worse side's when it holds, the better
+    side's when it fails."""
+    return _moving(ev, claim, [runs[n] for n in (claim.worse if holds else claim.better)])
+
+
+def _diverged_text(failed: list[str]) -> str:
+    return f"{', '.join(failed)} diverged"
 
 
 def _order(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
@@ -85,6 +113,12 @@ def _order(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
     paired, chosen = _paired(ev, claim, claim.better + claim.worse, _final_score(ev, claim))
     rows = []
     for pool, problem, seed, runs in paired:
+        better_failed, worse_failed = _sides(ev, claim, runs)
+        if better_failed or worse_failed:
+            holds = not better_failed
+            rows.append(_unit(pool, problem, seed, holds, math.inf if holds else -math.inf,
+                              _diverged_text(better_failed + worse_failed)))
+            continue
         budget = min(ev.spent(r, claim.axis) for r in runs.values()) if claim.axis != "final" else math.inf
         value = {n: ev.value_at(r, claim.metric, claim.axis, budget) for n, r in runs.items()}
         b, w = min(signed(value[n]) for n in claim.better), max(signed(value[n]) for n in claim.worse)
@@ -92,7 +126,7 @@ def _order(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
         need = max(claim.margin, ev.tie(claim, b, w))
         at = "" if claim.axis == "final" else f" at {budget:.3g} {'s' if claim.axis == 'time' else 'epochs'}"
         rows.append(_unit(pool, problem, seed, gap > need, gap, f"gap {gap:+.4g} (needs > {need:.3g}){at}",
-                          _moving(ev, claim, runs.values())))
+                          _could_flip(ev, claim, runs, gap > need)))
     return rows, chosen
 
 
@@ -105,6 +139,10 @@ def _ends(ev: Evidence, claim: Claim, runs: dict[str, int]) -> tuple[bool, str]:
     """A faster claim's condition on where the runs end (``final``): better, not worse, or equivalent final values."""
     if claim.final == "any":
         return True, ""
+    better_failed, worse_failed = _sides(ev, claim, runs)
+    if better_failed or worse_failed:
+        ok = not better_failed and claim.final != "equivalent"
+        return ok, f"; {_diverged_text(better_failed + worse_failed)}"
     signed = ev.info[claim.metric].signed
     value = {n: ev.value_at(r, claim.metric, "final") for n, r in runs.items()}
     b, w = min(signed(value[n]) for n in claim.better), max(signed(value[n]) for n in claim.worse)
@@ -122,18 +160,23 @@ def _faster(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
     threshold = _thresholds(ev, claim)
     paired, chosen = _paired(ev, claim, claim.better + claim.worse, _reach_score(ev, claim))
     unit = "s" if claim.axis == "time" else "epochs"
+    time_tie = claim.tie or 0.0  # a declared tie applies to times too: worse must need more than (1 + tie) × ratio
     rows = []
     for pool, problem, seed, runs in paired:
         reach = {n: ev.reach(r, claim.metric, threshold[problem], claim.axis) for n, r in runs.items()}
         slowest = max((reach[n] for n in claim.better), key=lambda x: x.high)
         fastest = min((reach[n] for n in claim.worse), key=lambda x: x.low)
-        sooner = slowest.reached and fastest.low >= claim.ratio * slowest.high and fastest.high > slowest.high
+        need = claim.ratio * slowest.high * (1 + time_tie)
+        # a diverged better run fails the unit; a diverged worse one is read on its checkpoints before the blow-up
+        sooner = (slowest.reached and fastest.low >= need and fastest.high > need
+                  and not any(ev.diverged(runs[n]) for n in claim.better))
         ends, said = _ends(ev, claim, runs)
         ratio = fastest.high / slowest.high if slowest.high > 0 else math.inf
-        rows.append(_unit(pool, problem, seed, sooner and ends, ratio,
+        holds = sooner and ends
+        rows.append(_unit(pool, problem, seed, holds, ratio,
                           f"better by {slowest.high:.3g} {unit}, worse "
                           + (f"by {fastest.high:.3g} {unit}" if fastest.reached else f"not in {fastest.low:.3g} {unit}")
-                          + said, claim.final != "any" and _moving(ev, claim, runs.values())))
+                          + said, claim.final != "any" and _could_flip(ev, claim, runs, holds)))
     return rows, chosen
 
 
@@ -161,6 +204,10 @@ def _equivalent(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
     paired, chosen = _paired(ev, claim, claim.methods, _final_score(ev, claim))
     rows = []
     for pool, problem, seed, runs in paired:
+        failed = [n for n, r in runs.items() if ev.diverged(r)]
+        if failed:
+            rows.append(_unit(pool, problem, seed, False, math.inf, _diverged_text(failed)))
+            continue
         budget = min(ev.spent(r, claim.axis) for r in runs.values()) if claim.axis != "final" else math.inf
         values = [ev.value_at(r, claim.metric, claim.axis, budget) for r in runs.values()]
         spread = max(values) - min(values)
@@ -197,8 +244,12 @@ def _trend(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
     rows = []
     for pool, problems in ev.pools(claim).items():
         for problem in problems:
-            for seed in ev.seeds(problem, ordered):
-                runs = [(setting[lb], ev.run(problem, lb, seed)) for lb in ordered]
+            for seed in ev.seeds(problem, ordered, judged=True):
+                runs = [(setting[lb], ev.run(problem, lb, seed, judged=True)) for lb in ordered]
+                failed = [lb for lb, (_, r) in zip(ordered, runs) if ev.diverged(r)]
+                if failed:
+                    rows.append(_unit(pool, problem, seed, False, math.nan, _diverged_text(failed)))
+                    continue
                 holds, change, text = _trend_steps(ev, claim, runs)
                 rows.append(_unit(pool, problem, seed, holds, change, f"{claim.setting} → {claim.metric}: {text}",
                                   _moving(ev, claim, [r for _, r in runs])))
@@ -247,8 +298,12 @@ def _value_units(ev: Evidence, claim: Claim, row: dict, pool: str, label: str) -
         return ev.value_at_iteration(r, metric, row["iteration"]) if "iteration" in row else ev.value_at(r, metric, "final")
 
     for problem in ev.pool(row["problem"]):
-        for seed in ev.seeds(problem, [label] + ([versus] if versus else [])):
-            runs = [ev.run(problem, label, seed)] + ([ev.run(problem, versus, seed)] if versus else [])
+        for seed in ev.seeds(problem, [label] + ([versus] if versus else []), judged=True):
+            runs = [ev.run(problem, label, seed, judged=True)] + ([ev.run(problem, versus, seed, judged=True)] if versus else [])
+            failed = [ev.runs.at[r, "label"] for r in runs if ev.diverged(r)]
+            if failed:
+                out.append(_unit(pool, problem, seed, False, math.inf, _diverged_text(failed)))
+                continue
             value = read(runs[0]) - (read(runs[1]) if versus else 0.0)
             rel = abs(value - published) / abs(published) if published else abs(value)
             change = f"({100 * (value - published) / abs(published or 1):+.2g}%)"
@@ -268,15 +323,25 @@ def _value_units(ev: Evidence, claim: Claim, row: dict, pool: str, label: str) -
 
 
 def _value(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
-    """Each linked [[paper]] row against every ok run of every variant of its algorithm on its problem."""
+    """One unit per linked [[paper]] row (the paper's number is the unit, not our seeds or variants): it holds when
+    more than half of its runs (every ok or diverged run of every variant of its algorithm on its problem) hold."""
     rows, chosen = [], {}
     for row in (r for r in ev.paper if r.get("claim") == claim.id):
         pool = f"{row['problem']} {row['algorithm']}" + (f" − {row['versus']}" if row.get("versus") else "") + f" {row['metric']}"
         labels = ev.labels(claim, row["algorithm"])
         chosen[pool] = {row["algorithm"]: ", ".join(labels)}
-        for label in labels:
-            rows += _value_units(ev, claim, row, pool, label)
+        runs = [u for label in labels for u in _value_units(ev, claim, row, pool, label)]
+        if runs:
+            rows.append(_row_unit(pool, runs))
     return rows, chosen
+
+
+def _row_unit(pool: str, runs: list[dict]) -> dict:
+    """A [[paper]] row's unit from its runs' checks: the majority decides; the median run (by its error) speaks."""
+    held = sum(u["holds"] for u in runs)
+    middle = sorted(runs, key=lambda u: (math.isnan(u["number"]), u["number"]))[(len(runs) - 1) // 2]
+    return _unit(pool, middle["problem"], middle["seed"], 2 * held > len(runs), middle["number"],
+                 f"{held}/{len(runs)} runs hold; median run: {middle['detail']}", any(u["unconverged"] for u in runs))
 
 
 UNITS = {"order": _order, "faster": _faster, "as-fast": _as_fast, "equivalent": _equivalent,

@@ -24,8 +24,9 @@ from :mod:`svibench.claims`.  Kinds::
     kind = "order"        # better's value beats worse's by more than max(margin, tie) at an equal budget
                           #   axis = "time" | "epoch" (value at the pair's common budget) | "final"
     kind = "equivalent"   # methods = [...] reach the same value: spread ≤ tolerance (relative) or absolute
-    kind = "value"        # the [[paper]] rows with claim = id, within `tolerance` (relative); needs
-                          #   comparable = true|false and comparable_why = "..."; a row with
+    kind = "value"        # the [[paper]] rows with claim = id, within `tolerance` (relative), one unit per
+                          #   row (it holds when most of its runs do); needs comparable (below) and
+                          #   comparable_why = "..."; a row with
                           #   versus = "label" gives the paired difference algorithm − versus; a row with
                           #   iteration = K is read at the run's checkpoint at iteration K, not its end.
                           #   rule = "digits" instead of a tolerance: the value must print the paper's
@@ -38,11 +39,13 @@ Shared keys: ``problems`` (default: every problem; a name pools its grid points,
 e.g. its random splits), ``tie`` (relative tolerance under which two values or
 times are a tie; default: the study's target tolerance on that metric, else
 1e-3), ``at_budget`` (true when the paper's statement is at a budget; else a
-claim on an unconverged run is inconclusive), ``variants`` (``{ method =
+unit a still-moving run could flip is left undecided), ``variants`` (``{ method =
 ["label", ...] }``: only these variants of a method, with ``variants_why``
 saying why, e.g. "the paper's settings"), ``not_run`` (why the study cannot run
 the experiment yet: the verdict is *not run*, and the names it uses are not
-checked), ``note``.  A name in
+checked), ``note``, ``comparable`` (``true``, ``false``, or per problem ``{ "logreg/a1a" = true, ... }``, a problem
+not listed being not comparable: whether the claim's problems are the paper's setting; units on the others are
+shown but not counted, and with none left the verdict is *not comparable*) with ``comparable_why``.  A name in
 ``better``/``worse``/``methods`` is a method (every variant) or one exact run
 label, which is a declared variant and so needs ``variants_why``.
 
@@ -72,13 +75,14 @@ AXES = ("time", "epoch", "final")
 SHAPES = ("improving", "worsening")
 RULES = ("tolerance", "digits")
 FINALS = ("any", "better", "not worse", "equivalent")
-COMMON_KEYS = ("id", "source", "kind", "problems", "tie", "at_budget", "variants", "variants_why", "not_run", "note")
+COMMON_KEYS = ("id", "source", "kind", "problems", "tie", "at_budget", "variants", "variants_why", "not_run", "note",
+               "comparable", "comparable_why")
 KIND_KEYS = {
     "order": ("metric", "better", "worse", "margin", "axis"),
     "faster": ("metric", "better", "worse", "target", "ratio", "axis", "final", "tolerance", "absolute"),
     "as-fast": ("metric", "methods", "target", "ratio", "axis"),
     "equivalent": ("metric", "methods", "tolerance", "absolute", "axis"),
-    "value": ("tolerance", "rule", "comparable", "comparable_why"),
+    "value": ("tolerance", "rule"),
     "trend": ("metric", "method", "setting", "shape", "diminishing"),
 }
 REQUIRED = {"order": ("metric", "better", "worse"), "faster": ("metric", "better", "worse"),
@@ -110,7 +114,9 @@ class Claim:
     at_budget: bool = False
     variants: dict[str, tuple[str, ...]] = field(default_factory=dict)
     variants_why: str = ""
-    comparable: bool = True
+    #: Whether the claim's problems are the paper's setting: True/False for all, or per problem (base name; a
+    #: problem not listed is not comparable).
+    comparable: bool | dict[str, bool] = True
     comparable_why: str = ""
     setting: str = ""
     shape: str = ""
@@ -121,6 +127,10 @@ class Claim:
     note: str = ""
     ledger: str = "claim"
     #: A trend claim's one method is ``methods[0]``.
+
+    def comparable_on(self, problem: str) -> bool:
+        """Whether the claim's numbers on ``problem`` (a base name) are the paper's setting."""
+        return self.comparable if isinstance(self.comparable, bool) else self.comparable.get(problem, False)
 
 
 @dataclass(frozen=True)
@@ -218,7 +228,7 @@ def _kind_fields(kind: str, table: dict, where: str) -> dict[str, Any]:
             raise ReportError(f"{where} shape: expected one of {', '.join(SHAPES)}, got {table['shape']!r}")
         out["shape"] = table["shape"]
     if kind == "value":
-        out.update(comparable=_flag(table, "comparable", where), comparable_why=_text(table, "comparable_why", where, True))
+        _text(table, "comparable_why", where, True)  # a value claim always says what its numbers are compared on
     for key in ("tolerance", "absolute"):
         if key in table:
             out[key] = _number(table[key], f"{where} {key}")
@@ -242,9 +252,24 @@ def _claim(table: Any, where: str, ledger: str) -> Claim:
         tie=_number(table["tie"], f"{where} tie") if "tie" in table else None,
         at_budget=_flag(table, "at_budget", where), variants=_variants(table, where),
         variants_why=_text(table, "variants_why", where), not_run=_text(table, "not_run", where),
-        note=_text(table, "note", where), ledger=ledger,
+        note=_text(table, "note", where), ledger=ledger, **_comparability(table, where),
         **_kind_fields(kind, table, where),
     )
+
+
+def _comparability(table: dict, where: str) -> dict[str, Any]:
+    """``comparable`` (true/false, or a table problem = true/false) and, when anything is not comparable, why."""
+    raw = table.get("comparable", True)
+    if isinstance(raw, dict):
+        bad = [k for k, v in raw.items() if not isinstance(v, bool)]
+        if bad:
+            raise ReportError(f"{where} comparable.{bad[0]}: expected true or false, got {raw[bad[0]]!r}")
+    elif not isinstance(raw, bool):
+        raise ReportError(f"{where} comparable: expected true, false or a table problem = true/false, got {raw!r}")
+    why = _text(table, "comparable_why", where)
+    if (raw is False or (isinstance(raw, dict) and not all(raw.values()))) and not why:
+        raise ReportError(f"{where}: say in comparable_why why some of its problems are not the paper's setting")
+    return {"comparable": dict(raw) if isinstance(raw, dict) else raw, "comparable_why": why}
 
 
 def parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]]) -> list[Claim]:
@@ -309,9 +334,10 @@ def check_names(claims: list[Claim], references: list[Reference], problems: dict
     methods = set(runs.values())
     for c in (c for c in claims if not c.not_run):
         where = f"[[{c.ledger}]] {c.id!r}"
-        for name in c.problems:
-            if name not in pools:
-                raise ReportError(f"{where} problems: no problem of the study is {name!r}; use one of {', '.join(sorted(pools))}")
+        for key, names in (("problems", c.problems), ("comparable", c.comparable if isinstance(c.comparable, dict) else ())):
+            for name in names:
+                if name not in pools:
+                    raise ReportError(f"{where} {key}: no problem of the study is {name!r}; use one of {', '.join(sorted(pools))}")
         for name in c.better + c.worse + c.methods + tuple(c.variants):
             if name not in methods and name not in runs:
                 raise ReportError(f"{where}: the study runs no method or label {name!r}; methods: {', '.join(sorted(methods))}")

@@ -168,11 +168,12 @@ def _answers(ds: xr.Dataset, manifest: dict, settings: ReportSettings, claims: l
     metrics = recorded_metrics(ds)
     target = _target(settings, {m: metric_info(ds)[m] for m in metrics}, answers(ds))
     ev = Evidence(ds, metric_info(ds), list(manifest.get("runs", {}).values()), manifest.get("paper", []),
-                  settings.targets_for(metrics, answers(ds)), settings.converged_tolerance, _authors(manifest))
+                  settings.targets_for(metrics, answers(ds)), settings.converged_tolerance, settings.converged_window,
+                  _authors(manifest))
     verdicts = judge(claims, ev)
     rank = ranking(ev, target, settings.split_panels) if target else pd.DataFrame()
     tables = (ranking_tables(rank, unranked(ds, target.metric, settings.split_panels), target,
-                             settings.converged_tolerance) if target else None)
+                             settings.converged_tolerance, settings.converged_window) if target else None)
     return ev, verdicts, rank, tables
 
 
@@ -220,7 +221,7 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     final = [final_metrics(ds, settings.shown(info)), metrics_meaning(ds)]
     reach = [t for t in (time_to_target(ds, target) for target in targets) if t]
     paper = paper_comparison(ds, manifest.get("paper", []), {v.claim.id: v.verdict for v in verdicts},
-                             settings.converged_tolerance)
+                             settings.converged_tolerance, settings.converged_window)
     not_ok = runs_not_ok(ds, manifest)
     skipped = skipped_pairs(manifest)
     header = make_header(ds, manifest, settings, _results_written(folder))

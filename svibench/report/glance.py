@@ -19,7 +19,7 @@ from .fmt import DASH, number
 from .frozen import AMENDED, UNKNOWN, Amendments, describe_change
 from .header import Header
 from ..settings import Target
-from .tables import Prose, Table, reach_records
+from .tables import Details, Prose, Table, reach_records
 
 __all__ = ["ranking_tables", "claims_tables", "claim_notes", "profile_table", "ledger", "LEDGER"]
 
@@ -33,7 +33,8 @@ RANKING_NOTE = ("Best first: ranked by median CPU time to the target ({target}) 
                 "its n instances it reached the target strictly before every other algorithm, at the checkpoints' "
                 "resolution; = j: tied for first on j (the checkpoints cannot tell them apart). Final: median final "
                 "value; vs leader: median paired difference to the leader's final value, a tie when within the "
-                "target's tolerance. † k: k runs unconverged (still moving > {tol:g} over the last 10% of checkpoints).")
+                "target's tolerance. † k: k runs unconverged (still moving by more than {tol:g} (relative) and their seed-to-seed noise over the last "
+                "{window:.0%} of checkpoints).")
 
 
 def _health(rec) -> str:
@@ -54,14 +55,14 @@ def _rank_row(rec) -> list[str]:
 
 
 def ranking_tables(rank: pd.DataFrame, unranked: dict[str, list[str]], target: Target,
-                   tolerance: float) -> tuple[Table, Table] | None:
+                   tolerance: float, window: float = 0.1) -> tuple[Table, Table] | None:
     """The ranking (:func:`.rank.ranking`) as the first screen's table (top :data:`GLANCE_TOP` per problem, each
     problem's leader in bold) and in detail (every algorithm); a problem where the target's metric is no fair ranking
     key says so instead."""
     if rank.empty and not unranked:
         return None
     columns = ["problem", "algorithm", "to target (CPU)", "first", f"final {target.metric}", "vs leader", "runs"]
-    note = RANKING_NOTE.format(target=target.describe(), tol=tolerance)
+    note = RANKING_NOTE.format(target=target.describe(), tol=tolerance, window=window)
     left_out = [[pool, f"not ranked on {', '.join(problems)}: its model declares {target.metric} no fair ranking "
                  "key there", "", "", "", "", ""] for pool, problems in sorted(unranked.items())]
     rows, short, shown, bold, bold_short = [], [], {}, set(), set()
@@ -123,7 +124,8 @@ def claim_notes(verdicts: list[Verdict], amended: Amendments, render: Callable[[
     for v in verdicts:
         c = v.claim
         paragraphs = [f"Claim ({_statement(c)}). Verdict: {v.verdict}: {v.reason}."]
-        paragraphs += [f"Evidence: {'; '.join(v.evidence)}."] if v.evidence else []
+        paragraphs += [f"Evidence: {'; '.join(v.summaries)}."] if v.summaries else []
+        paragraphs += [Details(f"Every unit ({len(v.units)})", v.unit_lines)] if len(v.units) else []
         paragraphs += [f"Variants: only {', '.join(lb for lbs in c.variants.values() for lb in lbs)}, because "
                        f"{c.variants_why}."] if c.variants else []
         paragraphs += describe_change(*amended[c.id]) if c.id in (amended or {}) else []

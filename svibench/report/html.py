@@ -6,7 +6,7 @@ from html import escape
 
 from .figures import ReportFigure
 from .header import Header
-from .tables import Prose, Table
+from .tables import Details, Prose, Table
 
 __all__ = ["render_html", "Section"]
 
@@ -14,7 +14,7 @@ Section = tuple[str, list[Table | Prose | ReportFigure]]
 
 #: Background colour of each claim verdict.
 VERDICT_CLASS = {"reproduced": "v-yes", "partly": "v-part", "not reproduced": "v-no", "not comparable": "v-nc",
-                 "not run": "v-nr", "inconclusive": "v-nc", "incomplete": "v-nr"}
+                 "not run": "v-nr", "mixed": "v-part", "too few units": "v-nc", "incomplete": "v-nr"}
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2rem auto; max-width: 1400px;
@@ -72,10 +72,17 @@ def _anchor(title: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in title.lower())
 
 
+def _paragraph(p: str | Details) -> str:
+    if isinstance(p, Details):
+        items = "".join(f"<li>{escape(line)}</li>" for line in p.lines)
+        return f"<details><summary>{escape(p.summary)}</summary><ul>{items}</ul></details>"
+    return f"<p>{escape(p)}</p>"
+
+
 def _prose(prose: Prose) -> str:
     parts = []
     for heading, paragraphs in prose.items:
-        parts.append(f"<h3>{escape(heading)}</h3>" + "".join(f"<p>{escape(p)}</p>" for p in paragraphs))
+        parts.append(f"<h3>{escape(heading)}</h3>" + "".join(_paragraph(p) for p in paragraphs))
     return '<div class="prose">' + "\n".join(parts) + "</div>"
 
 

@@ -9,6 +9,7 @@ report has no ledger yet lists its claims as *not run*.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections import Counter
 from html import escape
@@ -18,7 +19,7 @@ from typing import Any
 from .html import CSS, VERDICT_CLASS
 from .glance import LEDGER
 
-__all__ = ["write_index", "collect"]
+__all__ = ["write_index", "collect", "distinct_claims", "paper_of", "DEFINITIONS"]
 
 TITLE = "svibench: reports and the claims ledger"
 
@@ -55,10 +56,63 @@ def _scale_entry(folder: Path, description: str) -> dict[str, Any]:
     return entry
 
 
+#: What each verdict word means (the reports' README defines them all, :mod:`svibench.claims` the rule).
+DEFINITIONS = {
+    "reproduced": "the one-sided sign test on the paired units (problem, seed) gives p ≤ 0.05 that the claim holds",
+    "partly": "the units disagree only between problems: every unit of some problems holds, none of the others "
+              "(each with ≥ 3 units)",
+    "not reproduced": "the sign test gives p ≤ 0.05 that the claim fails (a diverged run fails its units)",
+    "mixed": "mixed (k/n): k of n units hold, and neither side of the sign test reaches p ≤ 0.05",
+    "too few units": "fewer than 5 decided units: the sign test cannot reach p ≤ 0.05 either way (units a "
+                     "still-moving run could flip are undecided)",
+    "incomplete": "a planned run of a method the claim names is absent, crashed or timed out",
+    "not comparable": "the claim's numbers are not the paper's setting (substitute data, our own splits)",
+    "not run": "the study does not run the experiment yet (the reason is given)",
+}
+PAPER = re.compile(r"^(.*?)\s*\((\d{4}[a-z]?)[,)]")
+
+
+def paper_of(source: str) -> str:
+    """The paper a claim's ``source`` cites: its authors and year, e.g. "Khan & Lin (2017)" (also from
+    "Shah, Knowles & Ghahramani (2015, §6)")."""
+    found = PAPER.match(source)
+    return f"{found.group(1).strip()} ({found.group(2)})" if found else (source.split(",")[0].strip() or "(no source)")
+
+
+def distinct_claims(entries: list[dict[str, Any]], ledger: str = "claim") -> list[dict[str, Any]]:
+    """One record per distinct claim (a study's claim id, whatever the scales it was judged at): its paper, id and
+    verdict at each scale."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for e in entries:
+        scale = e.get("scale") or "default"
+        for c in (c for c in e["claims"] if c.get("ledger", "claim") == ledger):
+            key = (e["folder"].split("/")[0], c["id"])
+            record = out.setdefault(key, {"study": key[0], "id": c["id"], "paper": paper_of(c.get("source", "")),
+                                          "verdicts": {}})
+            record["verdicts"][scale] = c["verdict"]
+    return sorted(out.values(), key=lambda r: (r["paper"], r["study"], r["id"]))
+
+
 def _tally(entries: list[dict[str, Any]], ledger: str = "claim") -> str:
-    """Verdict counts over the paper claims (``ledger="claim"``) or, apart, the project's targets."""
-    counts = Counter(c["verdict"] for e in entries for c in e["claims"] if c.get("ledger", "claim") == ledger)
-    return ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "none"
+    """How many distinct claims (a claim judged at two scales counts once), and their verdicts at each scale."""
+    claims = distinct_claims(entries, ledger)
+    if not claims:
+        return "none"
+    scales = sorted({s for c in claims for s in c["verdicts"]}, key=lambda s: (s != "default", s))
+    parts = []
+    for scale in scales:
+        counts = Counter(c["verdicts"][scale] for c in claims if scale in c["verdicts"])
+        parts.append(f"at the {scale} scale ({sum(counts.values())}): "
+                     + ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))))
+    return f"{len(claims)} distinct; " + "; ".join(parts)
+
+
+def _tally_table(entries: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """Paper, study, claim and its verdict at each scale, one row per distinct paper claim."""
+    claims = distinct_claims(entries)
+    scales = sorted({s for c in claims for s in c["verdicts"]}, key=lambda s: (s != "default", s))
+    header = ["paper", "study", "claim"] + [f"{s} scale" for s in scales]
+    return header, [[c["paper"], c["study"], c["id"]] + [c["verdicts"].get(s, "—") for s in scales] for c in claims]
 
 
 def _kind(claim: dict[str, Any]) -> str:
@@ -92,7 +146,19 @@ def render_index_html(entries: list[dict[str, Any]]) -> str:
             f"<style>{CSS}</style></head><body><h1>{TITLE}</h1>"
             f'<p class="description">Every study of the project with each paper claim it checks and the verdict of its '
             f"last report. Paper claims: {escape(_tally(entries))}. Project targets (not counted as claims): "
-            f"{escape(_tally(entries, 'target'))}.</p>" + "\n".join(parts) + "</body></html>\n")
+            f"{escape(_tally(entries, 'target'))}.</p>" + _tally_html(entries) + "\n".join(parts) + "</body></html>\n")
+
+
+def _tally_html(entries: list[dict[str, Any]]) -> str:
+    header, rows = _tally_table(entries)
+    if not rows:
+        return ""
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f'<td class="{VERDICT_CLASS.get(v, "")}">{escape(v)}</td>' for v in row) + "</tr>"
+                   for row in rows)
+    words = "".join(f"<li><strong>{escape(w)}</strong>: {escape(d)}</li>" for w, d in DEFINITIONS.items())
+    return (f"<h2>The paper claims, by paper</h2><table><tr>{head}</tr>{body}</table>"
+            f'<p class="note">The verdicts:</p><ul class="note">{words}</ul>')
 
 
 def render_index_markdown(entries: list[dict[str, Any]]) -> str:
@@ -100,6 +166,11 @@ def render_index_markdown(entries: list[dict[str, Any]]) -> str:
     lines = [f"# {TITLE}", "", "Every study of the project with each paper claim it checks and the verdict of its "
              f"last report (`svibench regenerate` rebuilds them all). Paper claims: {_tally(entries)}. Project targets "
              f"(not counted as claims): {_tally(entries, 'target')}.", ""]
+    header, rows = _tally_table(entries)
+    if rows:
+        lines += ["## The paper claims, by paper", "", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        lines += ["", "The verdicts:", ""] + [f"- **{w}**: {d}" for w, d in DEFINITIONS.items()] + [""]
     for e in entries:
         lines += [f"## [{e['study']}]({e['folder']}/summary.md)" if e["has_report"] else f"## {e['study']}", "",
                   e["description"], "", f"_{_built(e)}_", ""]

@@ -4,13 +4,19 @@ from __future__ import annotations
 from .figures import ReportFigure
 from .header import Header
 from .html import Section
-from .tables import Prose, Table
+from .tables import Details, Prose, Table
 
 __all__ = ["render_markdown"]
 
 
 def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _paragraph(p: str | Details) -> list[str]:
+    if isinstance(p, Details):
+        return [f"<details><summary>{p.summary}</summary>", ""] + [f"- {line}" for line in p.lines] + ["", "</details>", ""]
+    return [p, ""]
 
 
 def _table(table: Table, heading: bool) -> list[str]:
@@ -51,7 +57,7 @@ def render_markdown(header: Header, sections: list[Section], figures_dir: str = 
                 lines += _table(item, item.title != title)
             elif isinstance(item, Prose):
                 for heading, paragraphs in item.items:
-                    lines += [f"### {heading}", ""] + [line for p in paragraphs for line in (p, "")]
+                    lines += [f"### {heading}", ""] + [line for p in paragraphs for line in _paragraph(p)]
             else:
                 lines += _figure(item, figures_dir, caption=not common)
     lines += ["## About this run", "", "| | |", "| --- | --- |"]

@@ -203,7 +203,7 @@ def time_to_target(ds: xr.Dataset, target: Target) -> Table | None:
 
 
 def paper_comparison(ds: xr.Dataset, paper: list[dict[str, Any]], verdicts: dict[str, str] | None = None,
-                     tolerance: float = 1e-3) -> Table | None:
+                     tolerance: float = 1e-3, window: float = 0.1) -> Table | None:
     """Published numbers next to this run's final values (ok runs, mean ± sd over seeds), each with the
     verdict of the claim it belongs to; † marks values of runs still improving at the end of their budget."""
     if not paper:
@@ -212,7 +212,7 @@ def paper_comparison(ds: xr.Dataset, paper: list[dict[str, Any]], verdicts: dict
     finals = final_values(ds)
     ok = finals[finals["status"] == "ok"]
     rows, records, flagged = [], [], 0
-    flags = {m: unconverged(ds, m, tolerance) for m in {row["metric"] for row in paper}}
+    flags = {m: unconverged(ds, m, tolerance, window) for m in {row["metric"] for row in paper}}
     for row in paper:
         problem, wanted, metric = row["problem"], row["algorithm"], row["metric"]
         published = float(row["value"])
@@ -251,8 +251,8 @@ def paper_comparison(ds: xr.Dataset, paper: list[dict[str, Any]], verdicts: dict
         "that differ only in a grid parameter (e.g. random splits). Difference = this run − paper. "
         "Scales may differ from the paper's: read the study's scale in the header; the claim's verdict says "
         "whether the comparison is meaningful."
-        + (f" † k/n: k of the n runs were unconverged, still moving by more than {tolerance:g} (relative) over "
-           "their last 10% of checkpoints: the budget ended before they did, so their difference is not final."
+        + (f" † k/n: k of the n runs were unconverged, still moving by more than {tolerance:g} (relative) "
+           f"and their seed-to-seed noise over their last {window:.0%} of checkpoints: the budget ended before they did, so their difference is not final."
            if flagged else ""),
         data=pd.DataFrame(records),
     )
@@ -307,8 +307,17 @@ def skipped_pairs(manifest: dict[str, Any]) -> Table | None:
 
 
 @dataclass
+class Details:
+    """A collapsed list under a one-line summary (every unit of a verdict's evidence)."""
+
+    summary: str
+    lines: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Prose:
-    """Paragraphs under headings: a claim's note and its evidence, rendered as text rather than a table."""
+    """Paragraphs under headings: a claim's note and its evidence, rendered as text rather than a table; a paragraph
+    may be a :class:`Details`."""
 
     title: str
     items: list[tuple[str, list[str]]] = field(default_factory=list)

@@ -84,9 +84,9 @@ def test_a_claim_edited_after_the_runs_reports_as_amended_with_both_versions(res
     html, ledger = _report(results, tmp_path / "edited", EDITED)
     assert ledger["claims"][0]["amended"] is True
     first_screen = html.split('id="figures"')[0]
-    assert f"<td>{AMENDED}; n = " in first_screen
+    assert f"<td>{AMENDED}; " in first_screen
     claims = html.split('id="claims"')[1]
-    assert f"vmp-ties-itself (paper claim) — inconclusive ({AMENDED})" in claims
+    assert f"vmp-ties-itself (paper claim) — too few units ({AMENDED})" in claims
     assert "At run time: margin absent; note = &quot;A claim that holds by construction.&quot;" in claims
     assert "Now: margin = 1.0; note = &quot;An edited claim that holds by construction.&quot;" in claims
 

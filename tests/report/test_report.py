@@ -434,7 +434,7 @@ def test_the_first_screen_holds_the_ranking_the_verdicts_and_the_headline_figure
     assert (glance.index('<div class="glance">') < glance.index("Claims of the papers, checked")
             < glance.index("Ranking: first to elbo") < glance.index("<img"))
     assert "vmp-beats-svi" in glance
-    assert re.search(r'class="v-[a-z]+"><strong>(reproduced|partly|not reproduced|inconclusive|incomplete|not comparable|'
+    assert re.search(r'class="v-[a-z]+"><strong>(reproduced|partly|not reproduced|mixed|too few units|incomplete|not comparable|'
                      r'not run)<', glance)
     assert "Suboptimality of elbo against algorithm CPU time" in glance and "best variant of each method" in glance
     assert glance.count("<img") == 1
