@@ -60,9 +60,11 @@ tags, see :mod:`svibench.claims.notes`).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import itertools
+import subprocess
 import tomllib
 import warnings
 from dataclasses import dataclass, field, replace
@@ -74,7 +76,7 @@ from .metrics import DERIVED, MetricError, check_declaration
 from .registry import AlgorithmEntry, Registry, RegistryError, accepted_params, get_registry
 from .claims.schema import (Claim, Reference, check_names, parse_claims, parse_references, scale_claims, skip_reasons,
                             skipped_not_run)
-from .claims.notes import check_note
+from .claims.notes import check_text
 from .settings import ReportError, ReportSettings
 from .spec import Budget, Checkpoints, ProblemSpec, RunSpec, canonical_json
 
@@ -283,11 +285,13 @@ def parse_study(
         reasons = "; ".join(f"{s.algorithm} on {s.problem}: {s.reason}" for s in skipped)
         raise StudyError(f"no algorithm in the study can run on any of its problems: {reasons}")
     paper = _parse_paper(raw.get("paper", []))
-    metrics = {m for p in problems for m in registry.model(p.model).metrics}
+    info = {m: meta for p in problems for m, meta in registry.model(p.model).metrics.items()}
+    metrics = set(info)
     report = _parse_report(raw.get("report", {}), metrics)
     unrun = skip_reasons(vars(s) for s in skipped)
     unrun.update({m: f"not among the {scale} scale's methods = [...]" for m in dropped})
-    claims, references = _parse_claims(raw, paper, problems, runs, metrics, report, every_problem, scale, labels, unrun)
+    claims, references = _parse_claims(raw, paper, problems, runs, info, report, every_problem, scale, labels, unrun,
+                                       _commits(source))
     for checkpoints in {budgets[p.name][1] for p in problems}:
         _warn_few_checkpoints(checkpoints, report, metrics)
     authors = _parse_authors(report, source, problems)
@@ -579,12 +583,15 @@ def _parse_report(table: Any, metrics: set[str]) -> dict[str, Any]:
 
 
 def _parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]], problems: list[ProblemSpec], runs: list[RunSpec],
-                  metrics: set[str], report: dict[str, Any], every_problem: list[ProblemSpec],
-                  scale: str, labels: set[str], unrun: dict[str, str]) -> tuple[list[Claim], list[Reference]]:
+                  info: dict[str, Any], report: dict[str, Any], every_problem: list[ProblemSpec],
+                  scale: str, labels: set[str], unrun: dict[str, str],
+                  commit_exists: Callable[[str], bool] | None = None) -> tuple[list[Claim], list[Reference]]:
     """``[[claim]]``, ``[[target]]`` and ``[[reference]]``: shape, links to ``[[paper]]``, every name they use
-    exists, a faster claim has a target, and every note passes :func:`svibench.claims.notes.check_note` (its
+    exists, a faster claim has a target, and every free-text field (a claim's note, source, comparable_why,
+    variants_why and not_run; a [[paper]] row's note) passes :func:`svibench.claims.notes.check_text` (a note's
     placeholders may name any of the study's ``labels`` at any scale: one not run here renders "no ok run").
     ``unrun`` maps the labels and methods of skipped entries to a reason (:func:`~.claims.schema.skip_reasons`)."""
+    metrics = set(info)
     try:
         claims = _at_scale(parse_claims(scale_claims(raw, scale), paper), paper, problems, every_problem, scale, runs)
         claims = skipped_not_run(claims, {r.method for r in runs} | {r.label for r in runs}, unrun)
@@ -592,15 +599,39 @@ def _parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]], problems: li
         check_names(claims, references, {p.name: p.base for p in problems}, {r.label: r.method for r in runs},
                     metrics | set(DERIVED))
         _check_targets(claims, report)
+        _check_reachable(claims, references, problems, info)
     except ReportError as exc:
         raise StudyError(str(exc)) from None
-    for claim in (c for c in claims if not c.not_run):
+    names = {n for p in every_problem for n in (p.name, p.base)}
+    texts = [(f"[[{c.ledger}]] {c.id!r} {key}", getattr(c, key)) for c in claims
+             for key in ("source", "comparable_why", "variants_why", "not_run")]
+    texts += [(f"[[{c.ledger}]] {c.id!r} note", c.note) for c in claims if not c.not_run]
+    texts += [(f"[[paper]] #{i + 1} note", row["note"]) for i, row in enumerate(paper) if isinstance(row.get("note"), str)]
+    for where, text in texts:
         try:
-            check_note(claim.note, labels=labels,
-                       problems={n for p in every_problem for n in (p.name, p.base)}, metrics=metrics)
+            check_text(text, labels=labels, problems=names, metrics=metrics, commit_exists=commit_exists)
         except ReportError as exc:
-            raise StudyError(f"[[{claim.ledger}]] {claim.id!r} note: {exc}") from None
+            raise StudyError(f"{where}: {exc}") from None
     return claims, references
+
+
+def _commits(source: str) -> Callable[[str], bool] | None:
+    """Whether a commit exists in the history of the git work tree holding the study file ``source`` (None when
+    it is in none: an ``[at <commit>]`` tag cannot be checked there)."""
+    folder = Path(source).resolve().parent
+    try:
+        inside = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=folder, capture_output=True,
+                                text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if inside.returncode != 0 or inside.stdout.strip() != "true":
+        return None
+
+    @functools.cache
+    def exists(commit: str) -> bool:
+        return subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=folder, capture_output=True,
+                              timeout=30).returncode == 0
+    return exists
 
 
 def _left_out(problems: list[ProblemSpec], every_problem: list[ProblemSpec]) -> set[str]:
@@ -639,6 +670,23 @@ def _check_targets(claims: list[Claim], report: dict[str, Any]) -> None:
         if c.kind in ("faster", "as-fast") and c.target is None and c.metric not in targets and not c.not_run:
             raise ReportError(f"[[{c.ledger}]] {c.id!r}: {'an as-fast' if c.kind == 'as-fast' else 'a faster'} claim needs a target: give target = {{ relative = ... }} "
                               f"or a [report] target on {c.metric!r}")
+
+
+def _check_reachable(claims: list[Claim], references: list[Reference], problems: list[ProblemSpec],
+                     info: dict[str, Any]) -> None:
+    """A faster or as-fast claim's fixed target (``value``) must not lie beyond the optimum of an objective that a
+    ``[[reference]]`` gives on one of its problems: no method of the claim could reach it, by construction."""
+    for c in (c for c in claims if c.kind in ("faster", "as-fast") and c.target is not None and c.target.kind == "value"):
+        metric = info.get(c.metric)
+        if metric is None or metric.kind != "objective":
+            continue
+        named = set(c.problems) or {n for p in problems for n in (p.name, p.base)}
+        for ref in (r for r in references if r.metric == c.metric and r.problem in named):
+            beyond = c.target.amount < ref.value if metric.lower else c.target.amount > ref.value
+            if beyond:
+                raise ReportError(f"[[{c.ledger}]] {c.id!r} target: {c.metric} = {c.target.amount:g} is beyond the "
+                                  f"optimum {ref.value:g} on {ref.problem} ([[reference]]: {ref.how}); no method can "
+                                  "reach it: use a relative target or a reachable value")
 
 
 def _warn_few_checkpoints(checkpoints: Checkpoints, report: dict[str, Any], metrics: set[str]) -> None:

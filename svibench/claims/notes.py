@@ -32,37 +32,33 @@ A tag ends at its matching ``]`` (brackets inside it, as in ``E[log beta]``,
 must balance); it holds no placeholder (a historic value is not a live one),
 and a ``[paper: …]`` may sit inside an ``[at …]``.
 
-The measured-number rule (:func:`check_note`, at study load).  A number is a
-run of digits with optional decimals, thousands commas and exponent
-(``0.812``, ``4,000``, ``-1.38e5``) that is not part of a word (``a1a``,
-``GH-50``, ``tau0``, ``128x128``).  It is *measured* when
+The number rule (:func:`check_text`, at study load, on every free-text field of a claim: ``note``, ``source``,
+``comparable_why``, ``variants_why``, ``not_run``, and the ``note`` of every ``[[paper]]`` row).  A number is a
+run of digits with optional decimals, thousands commas and exponent (``0.812``, ``4,000``, ``1.38e5``) that is
+not part of a word (``a1a``, ``GH-50``, ``tau0``, ``usps-3v5``, ``128x128``).  Every number outside a placeholder
+or a tag fails, bare (``CVI ends at 33.40``) or with any unit (``52 seconds``, ``12 percent``, ``4-fold``),
+except these forms, which say what a number *is* rather than what was measured:
 
-1. it carries a sign: ``+``, ``-`` or ``−`` written straight before it and not after a letter, digit, ``)`` or
-   ``]`` (so the ranges ``0.1-0.5`` and names ``usps-3v5`` carry none), or ``±`` before it; or it is followed by
-   ``±`` (the mean of ``33.13 ± 0.01``); or
-2. a unit follows it, after at most one space: ``%``, ``dB``, ``nat``/``nats``, ``bit``/``bits``, ``s``,
-   ``ms``, ``min``, ``h``; or ``×``/``x`` written straight after it (``4.8×``, ``3.5x slower``; not ``128x128``).
+1. a setting: ``name = value`` with a one-word name (``w = 0.4``, ``K = 100``, ``δ = 0.002``, ``seeds = 5``,
+   ``seconds = 40``), the value possibly a list (``seeds = [0, 1, 2]``);
+2. a citation: a year in the parentheses of a reference or after a name (``Khan & Lin (2017)``, ``(2015, §6)``,
+   ``Bishop 2006``); a section,
+   table, figure, equation, algorithm, appendix or issue number after its word (``§5.1``, ``Table 3``,
+   ``Fig. 1(c)``, ``Figure 2``, ``Eq. 12``, ``Algorithm 1``, ``App. I``, ``issue 29``, ``#23``).
 
-It is then allowed only inside a placeholder or a tag, or as a setting or a
-threshold: right after ``=`` (``w = 0.4``, ``margin = -0.01``, ``seconds = 40``)
-or a comparison ``<``, ``>``, ``≤``, ``≥`` (``≥ 5 dB``, ``<= 0.01 nats``).  So
-parameters (``K = 100``, ``δ = 0.002``), section, table and figure numbers
-(``§5.1``, ``Table 3``, ``Fig. 1(b)``) and counts in prose (``5 seeds``) pass,
-while ``0.812 nats``, ``52.52 s``, ``+0.012``, ``-63``, ``4.8×``, ``12%`` and
-``31.2 dB`` fail.  A bare number without sign or unit (``ELBO 33.13``) is not
-caught: the rule guards against the usual slips, and the author still tags
-or replaces every measured number.  A budget in prose is a setting: write it
-``seconds = 40``, not ``40 s``.
+So ``seeds = 5``, not ``5 seeds``; ``[paper: 52.52 in 51 s]``, not ``52.52 in 51 s``; and a number of an earlier
+run in ``[at <commit>: …]`` with a commit that exists in the repository's history (checked when the study is in
+a git work tree).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 from ..settings import ReportError
 
-__all__ = ["check_note", "segments", "Segment", "KINDS", "DEFAULT_SPEC"]
+__all__ = ["check_text", "check_note", "segments", "Segment", "KINDS", "DEFAULT_SPEC"]
 
 #: Placeholder kinds, and the field each takes ("metric", "ok" or none).
 KINDS = {"final": "metric", "sd": "metric", "ttt": None, "runs": "ok"}
@@ -72,12 +68,19 @@ PLACEHOLDER = re.compile(r"\{(?P<kind>\w+)\[(?P<label>[^\[\]{}@]+)(?:@(?P<proble
 TAG = re.compile(r"\[(?:at (?P<commit>[0-9a-f]{7,40})|(?P<paper>paper)):[ \t]*")
 #: Where plain text stops: a brace (placeholder or escape) or the start of a tag.
 SPECIAL = re.compile(r"\{\{|\}\}|[{}]|\[(?=at |paper:)")
-NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?:[eE][-+−]?\d+)?")
-UNIT = re.compile(r"(?:[ \t]?(?:%|dB|nats?|bits?|ms|min|s|h)|[×x])(?!\w)")
-SIGNS = "+-−"
-SETTING = "=<>≤≥"
+#: A number, unless part of a word (a letter, digit or ``word-`` straight before it, a letter straight after it,
+#: except the ``x`` of ``3.5x``).
+NUMBER = re.compile(r"(?<![\w.])(?<!\w-)\d+(?:[.,]\d+)*(?:[eE][-+−]?\d+)?(?=[x×](?!\w)|(?!\w))")
+#: ``name = value`` (a one-word name; the value a number, or a list of them).
+SETTING = re.compile(r"(?<![\w.])[^\W\d][\w.]*[ \t]*=[ \t]*(?:\[[^\]]*\]|[-+−]?\d+(?:[.,]\d+)*(?:[eE][-+−]?\d+)?)")
+#: A year in a reference's parentheses, or the number of a section, table, figure, equation, … after its word.
+CITATION = re.compile(r"\((?:19|20)\d\d[a-z]?(?=[,;)])|\b[A-Z][a-z]+,? (?:19|20)\d\d[a-z]?\b|"
+                      r"(?:§|#|\b(?i:tables?|figs?\.|figures?|eqs?\.|equations?|algorithms?|app\.|appendix|sections?|"
+                      r"sec\.|issues?|chapter|ch\.|theorem|lemma|prop\.|proposition|definition|def\.|step)[ \t]*)"
+                      r"\(?\d+(?:\.\d+)*")
 HOW_TO_TAG = ("put a value of these results in a placeholder ({final[LABEL].METRIC}, {ttt[LABEL]}), a historic one "
-              "in [at <commit>: …], the paper's in [paper: …]; a setting is written name = value")
+              "in [at <commit>: …], the paper's in [paper: …]; a setting is written name = value, a citation "
+              "Table 3, §5.1, (2017)")
 
 
 @dataclass(frozen=True)
@@ -162,34 +165,34 @@ def _tag(text: str, start: int, end: int) -> Segment:
     return Segment("paper" if tag["paper"] else "at", body, commit=tag["commit"] or "")
 
 
-def _measured(text: str) -> list[tuple[str, int]]:
-    """The measured numbers of plain ``text`` (see the module docstring), each with its sign and unit, and where it
+def _untagged(text: str) -> list[tuple[str, int]]:
+    """The numbers of plain ``text`` that are neither a setting nor a citation (module docstring), with where each
     starts."""
-    found = []
-    for number in NUMBER.finditer(text):
-        start, end = number.start(), number.end()
-        sign = text[start - 1] if start and text[start - 1] in SIGNS else ""
-        signed = bool(sign) and (start < 2 or not (text[start - 2].isalnum() or text[start - 2] in ")]"))
-        plus_minus = "±" in text[max(0, start - 2):start] or text[end:end + 2].lstrip(" ").startswith("±")
-        unit = UNIT.match(text, end)
-        before = text[:start - len(sign) if signed else start].rstrip()
-        if (signed or plus_minus or unit) and not (before and before[-1] in SETTING):
-            found.append((text[start - (1 if signed else 0):unit.end() if unit else end], start))
-    return found
+    allowed = [m.span() for pattern in (SETTING, CITATION) for m in pattern.finditer(text)]
+    return [(m.group(), m.start()) for m in NUMBER.finditer(text)
+            if not any(lo <= m.start() and m.end() <= hi for lo, hi in allowed)]
 
 
-def check_note(text: str, *, labels: Iterable[str], problems: Iterable[str], metrics: Iterable[str]) -> None:
+def check_text(text: str, *, labels: Iterable[str] = (), problems: Iterable[str] = (), metrics: Iterable[str] = (),
+               commit_exists: Callable[[str], bool] | None = None) -> None:
     """Raise :class:`ReportError` (one line) for a malformed placeholder or tag, a placeholder naming an unknown
-    kind, label, problem or metric, or a measured number outside placeholders and tags (module docstring)."""
+    kind, label, problem or metric, an ``[at <commit>]`` naming a commit ``commit_exists`` does not know, or a
+    number outside placeholders and tags that is neither a setting nor a citation (module docstring)."""
     labels, problems, metrics = set(labels), list(problems), set(metrics)
     for segment in segments(text):
         if segment.kind == "placeholder":
             _check_placeholder(segment.match, labels, problems, metrics)
-        measured = _measured(segment.text) if segment.kind == "text" else []
-        if measured:
-            number, start = measured[0]
-            raise ReportError(f"untagged measured number {number!r} in "
-                              f"{_snippet(segment.text, max(0, start - 20))!r}: {HOW_TO_TAG}")
+        if segment.kind == "at" and commit_exists is not None and not commit_exists(segment.commit):
+            raise ReportError(f"[at {segment.commit}: …]: no commit {segment.commit} in the repository's history; "
+                              "name the commit the number was measured at")
+        found = _untagged(segment.text) if segment.kind == "text" else []
+        if found:
+            number, start = found[0]
+            raise ReportError(f"untagged number {number!r} in {_snippet(segment.text, max(0, start - 20))!r}: {HOW_TO_TAG}")
+
+
+#: The rule on a claim's note (placeholders allowed there).
+check_note = check_text
 
 
 def _check_placeholder(match: re.Match, labels: set[str], problems: list[str], metrics: set[str]) -> None:

@@ -118,7 +118,7 @@ kind = "order"
 metric = "elbo"
 better = ["VMP"]
 worse = ["SVI"]
-note = "SVI 0.9 ends at {final[SVI (kappa=0.9)].elbo:.3g}."
+note = "SVI at kappa = 0.9 ends at {final[SVI (kappa=0.9)].elbo:.3g}."
 
 [scales.small]
 algorithm_params = { kappa = [0.6] }

@@ -139,6 +139,17 @@ def test_a_study_with_claims_and_references_loads():
      'tolerance = 0.1', r"unknown key 'tolerance' for a as-fast claim"),
     ('[[claim]]\nid = "f"\nsource = "s"\nkind = "as-fast"\nmetric = "elbo"\nmethods = ["VMP", "SVI"]\nratio = 2',
      r"the study runs no method or label 'SVI'"),
+    ('[[claim]]\nid = "o"\nsource = "s"\nkind = "order"\nmetric = "elbo"\nbetter = ["VMP"]\nworse = ["VMP"]\n'
+     'variants = { VMP = ["VMP (damped)"] }\nvariants_why = "the paper\'s"', r"variants.VMP: 'VMP \(damped\)' is not a run label"),
+    ('[[claim]]\nid = "o"\nsource = "s"\nkind = "order"\nmetric = "elbo"\nbetter = ["VMP"]\nworse = ["VMP"]\n'
+     'comparable = { "gmm/other" = true }\ncomparable_why = "ours"', r"comparable: no problem of the study is 'gmm/other'"),
+    ('[[claim]]\nid = "o"\nsource = "s"\nkind = "order"\nmetric = "elbo"\nbetter = ["VMP"]\nworse = ["VMP"]\n'
+     'comparable = false', r"say in comparable_why why"),
+    ('[[claim]]\nid = "f"\nsource = "s"\nkind = "faster"\nmetric = "elbo"\nbetter = ["VMP"]\nworse = ["VMP"]\n'
+     'target = { value = 0.0 }\n[[reference]]\nproblem = "gmm/gmm-synthetic"\nmetric = "elbo"\nvalue = -0.5\n'
+     'how = "VMP run to convergence"', r"target: elbo = 0 is beyond the optimum -0.5 on gmm/gmm-synthetic"),
+    ('[[claim]]\nid = "o"\nsource = "s"\nkind = "order"\nmetric = "elbo"\nbetter = ["VMP"]\nworse = ["VMP"]\n'
+     'note = "VMP ends at 33.40"', r"'o' note: untagged number '33\.40'"),
     ('[report]\nsplit_panel = true', r"\[report\]: unknown key 'split_panel'"),
     ('[report]\nsuboptimality = ["psnr"]', r"\[report\] suboptimality: no model of the study reports 'psnr'"),
 ])
@@ -179,7 +190,24 @@ def test_the_index_lists_every_study_with_its_claims_and_verdicts(tmp_path):
     assert "[built](built/summary.md)" in text and "| c1 (paper claim) | Fig. 1 | **partly** | p: gap +1 |" in text
     assert "## fresh" in text and "| c2 (paper claim) | Table 2 | **not run** |" in text and "about fresh" in text
     assert 'href="built/index.html"' in html.read_text()
-    assert "Paper claims: 1 partly, 1 not run. Project targets (not counted as claims): 1 reproduced." in html.read_text()
+    assert ("Paper claims: 2 distinct; at the default scale (2): 1 not run, 1 partly. Project targets (not counted as "
+            "claims): 1 distinct; at the default scale (1): 1 reproduced.") in html.read_text()
+
+
+def test_the_tally_counts_a_claim_judged_at_two_scales_once_with_both_verdicts(tmp_path):
+    folder = tmp_path / "s"
+    (folder / "paper").mkdir(parents=True)
+    (folder / "study.toml").write_text('[study]\nname = "s"\n[[claim]]\nid = "c"\nsource = "Khan & Lin (2017), §7"\n')
+    claims = [{"id": "c", "source": "Khan & Lin (2017), §7", "verdict": "mixed", "evidence": []}]
+    (folder / "claims.json").write_text(json.dumps({"study": "s", "git_commit": "abc", "scale": "default", "claims": claims}))
+    paper = [dict(claims[0], verdict="reproduced")]
+    (folder / "paper" / "claims.json").write_text(json.dumps({"study": "s", "git_commit": "abc", "scale": "paper",
+                                                              "claims": paper}))
+    _, md = write_index(tmp_path)
+    text = md.read_text()
+    assert "Paper claims: 1 distinct; at the default scale (1): 1 mixed; at the paper scale (1): 1 reproduced." in text
+    assert "| Khan & Lin (2017) | s | c | mixed | reproduced |" in text
+    assert "- **too few units**:" in text  # every verdict word is defined
 
 
 @pytest.mark.slow
