@@ -38,24 +38,16 @@ class Param:
 
 
 def _docstring_entries(doc: str) -> dict[str, tuple[str, str]]:
-    """name → (type line, first line of the description) from a numpydoc ``Parameters`` section."""
-    section = re.search(r"Parameters\n\s*-+\n(.*?)(?:\n\s*\n\s*[A-Z][a-z]+\n\s*-+\n|\Z)", doc or "", re.S)
-    entries: dict[str, tuple[str, str]] = {}
-    if not section:
-        return entries
-    lines = section.group(1).splitlines()
-    indent = min((len(l) - len(l.lstrip()) for l in lines if l.strip()), default=0)
-    for i, line in enumerate(lines):
-        if line.strip() and len(line) - len(line.lstrip()) == indent:
-            names, _, kind = line.strip().partition(" : ")
-            body = []
-            for follow in lines[i + 1:]:
-                if not follow.strip() or len(follow) - len(follow.lstrip()) <= indent:
-                    break
-                body.append(follow.strip())
-            for name in names.split(","):
-                entries[name.strip()] = (kind.strip(), _first_sentence(" ".join(body)))
-    return entries
+    """name → (type line, first line of the description) from a numpydoc ``Parameters`` section (numpydoc's own
+    parser; names listed together, ``a, b : float``, share one entry)."""
+    from numpydoc.docscrape import NumpyDocString  # only `describe` needs it: not on every command's import path
+
+    try:
+        parameters = NumpyDocString(inspect.cleandoc(doc or ""))["Parameters"]
+    except Exception:  # a docstring numpydoc cannot parse describes nothing rather than failing the command
+        return {}
+    return {name.strip(): (p.type.strip(), _first_sentence(" ".join(line.strip() for line in p.desc)))
+            for p in parameters for name in p.name.split(",")}
 
 
 #: Words whose period ends no sentence ("eq. 14", "i.e. 1 − r", "e.g. from", "Ranganath et al. 2014").

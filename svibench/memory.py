@@ -9,8 +9,9 @@ the estimate, so that a truncation level K that cannot fit is not found out hour
 from __future__ import annotations
 
 import inspect
-import os
 from typing import Any, Sequence
+
+import psutil
 
 from .data import Dataset
 from .registry import get_registry
@@ -26,17 +27,11 @@ class MemoryBudgetError(RuntimeError):
 
 
 def available_bytes() -> int | None:
-    """Memory available to new processes on this machine (Linux ``MemAvailable``; else physical memory; else None)."""
+    """Memory available to new processes on this machine (psutil's ``available``: Linux ``MemAvailable``, the
+    platform's equivalent elsewhere), or None when it cannot be read."""
     try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
+        return int(psutil.virtual_memory().available)
+    except (OSError, RuntimeError):
         return None
 
 
