@@ -64,14 +64,18 @@ class Verdict:
     units: pd.DataFrame
     variants: Chosen = field(default_factory=dict)
 
-    @property
-    def summaries(self) -> list[str]:
-        """Per pool: how many units hold, with the variants judged."""
+    def _per_pool(self, details: bool) -> list[str]:
         out = []
         for pool, group in self.units.groupby("pool", sort=False):
             chosen = ", ".join(f"{m} as {lb}" if m != lb else m for m, lb in self.variants.get(pool, {}).items())
-            out.append(f"{pool}: {int(group['holds'].sum())}/{len(group)} hold" + (f" [{chosen}]" if chosen else ""))
+            out.append(f"{pool}: {int(group['holds'].sum())}/{len(group)} hold"
+                       + ("; " + "; ".join(group["detail"]) if details else "") + (f" [{chosen}]" if chosen else ""))
         return out
+
+    @property
+    def summaries(self) -> list[str]:
+        """Per pool: how many units hold, with the variants judged."""
+        return self._per_pool(details=False)
 
     @property
     def unit_lines(self) -> list[str]:
@@ -87,13 +91,8 @@ class Verdict:
 
     @property
     def evidence(self) -> list[str]:
-        """Per pool: how many units hold, and every unit's measured number."""
-        out = []
-        for pool, group in self.units.groupby("pool", sort=False):
-            chosen = ", ".join(f"{m} as {lb}" if m != lb else m for m, lb in self.variants.get(pool, {}).items())
-            out.append(f"{pool}: {int(group['holds'].sum())}/{len(group)} hold; " + "; ".join(group["detail"])
-                       + (f" [{chosen}]" if chosen else ""))
-        return out
+        """Per pool: how many units hold, and every unit's measured number (the ledger's ``evidence``)."""
+        return self._per_pool(details=True)
 
     def summary(self) -> str:
         """The verdict's one line: the rule's reason and n."""
