@@ -617,14 +617,14 @@ def _parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]], problems: li
 
 def _commits(source: str) -> Callable[[str], bool] | None:
     """Whether a commit exists in the history of the git work tree holding the study file ``source`` (None when
-    it is in none: an ``[at <commit>]`` tag cannot be checked there)."""
+    it is in none, or in a shallow clone whose history is cut: an ``[at <commit>]`` tag cannot be checked there)."""
     folder = Path(source).resolve().parent
     try:
-        inside = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=folder, capture_output=True,
-                                text=True, timeout=30)
+        state = subprocess.run(["git", "rev-parse", "--is-inside-work-tree", "--is-shallow-repository"], cwd=folder,
+                               capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
-    if inside.returncode != 0 or inside.stdout.strip() != "true":
+    if state.returncode != 0 or state.stdout.split() != ["true", "false"]:
         return None
 
     @functools.cache
