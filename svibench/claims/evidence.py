@@ -91,6 +91,7 @@ class Evidence:
         self.runs["status"] = self.status
         variants = ds["variant"].values if "variant" in ds.coords else [""] * ds.sizes["run"]
         self.runs["variant"] = [json.loads(v or "{}") for v in variants]
+        self._unconverged: dict[str, np.ndarray] = {}
         if not self.planned:
             self.planned = self.runs.drop(columns="variant").to_dict("records")
 
@@ -209,7 +210,9 @@ class Evidence:
     def unconverged(self, metric: str) -> np.ndarray:
         """Per run: whether ``metric`` still moved over its last checkpoints (the report's † rule,
         :func:`svibench.claims.convergence.unconverged`)."""
-        return unconverged(self.ds, metric, self.converged_tolerance, self.converged_window)
+        if metric not in self._unconverged:  # every unit of every claim asks: computed once per metric
+            self._unconverged[metric] = unconverged(self.ds, metric, self.converged_tolerance, self.converged_window)
+        return self._unconverged[metric]
 
     # -- tolerances
     def target(self, claim: Claim) -> Target | None:

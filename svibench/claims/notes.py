@@ -58,7 +58,7 @@ from typing import Callable, Iterable
 
 from ..settings import ReportError
 
-__all__ = ["check_text", "check_note", "segments", "Segment", "KINDS", "DEFAULT_SPEC"]
+__all__ = ["check_text", "segments", "Segment", "KINDS", "DEFAULT_SPEC"]
 
 #: Placeholder kinds, and the field each takes ("metric", "ok" or none).
 KINDS = {"final": "metric", "sd": "metric", "ttt": None, "runs": "ok"}
@@ -190,9 +190,6 @@ def check_text(text: str, *, labels: Iterable[str] = (), problems: Iterable[str]
             number, start = found[0]
             raise ReportError(f"untagged number {number!r} in {_snippet(segment.text, max(0, start - 20))!r}: {HOW_TO_TAG}")
 
-
-#: The rule on a claim's note (placeholders allowed there).
-check_note = check_text
 
 
 def _check_placeholder(match: re.Match, labels: set[str], problems: list[str], metrics: set[str]) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from svibench.executors import run_local
 from svibench.report import write_report
-from svibench.claims.notes import check_note
+from svibench.claims.notes import check_text
 from svibench.report.notes import NoteLookup, render_note
 from svibench.settings import ReportError, ReportSettings
 from svibench.results import open_results
@@ -37,7 +37,7 @@ NAMES = {"labels": ["CVI", "CVI-exact", "SVI (t0=64.0)"], "problems": ["logreg/a
     "[at e8ffc74: 0.812 nats, 52.52 s, +0.012 and -63] [paper: 4.8× and 12%] [at 12676e4: E[x] 3 s [paper: 2 dB]]",
 ])
 def test_settings_citations_placeholders_and_tagged_numbers_pass(text):
-    check_note(text, **NAMES)
+    check_text(text, **NAMES)
 
 
 @pytest.mark.parametrize("text, number", [
@@ -60,15 +60,15 @@ def test_settings_citations_placeholders_and_tagged_numbers_pass(text):
 ])
 def test_every_other_number_fails_and_the_error_names_it(text, number):
     with pytest.raises(ReportError, match="untagged number") as err:
-        check_note(text, **NAMES)
+        check_text(text, **NAMES)
     assert repr(number) in str(err.value) and "\n" not in str(err.value)
 
 
 def test_an_at_tag_must_name_a_commit_of_the_repository():
     known = {"e8ffc74"}
-    check_note("[at e8ffc74: 3 s]", **NAMES, commit_exists=known.__contains__)
+    check_text("[at e8ffc74: 3 s]", **NAMES, commit_exists=known.__contains__)
     with pytest.raises(ReportError, match=r"\[at abcdef1: …\]: no commit abcdef1 in the repository's history"):
-        check_note("[at abcdef1: 3 s]", **NAMES, commit_exists=known.__contains__)
+        check_text("[at abcdef1: 3 s]", **NAMES, commit_exists=known.__contains__)
 
 
 @pytest.mark.parametrize("text, match", [
@@ -91,7 +91,7 @@ def test_an_at_tag_must_name_a_commit_of_the_repository():
 ])
 def test_a_bad_placeholder_or_tag_is_a_one_line_error(text, match):
     with pytest.raises(ReportError, match=match) as err:
-        check_note(text, **NAMES)
+        check_text(text, **NAMES)
     assert "\n" not in str(err.value)
 
 
