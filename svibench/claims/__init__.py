@@ -11,6 +11,9 @@ The rule, stated in every report with its n:
   lost that unit); a variant is chosen with its diverged runs counting as its
   worst, and then judged on every unit, so it is never picked only where it
   survived.
+- **Variants are chosen on held-out data.**  Where a method has several
+  variants, each pool chooses on its lowest seed (or, with one seed, its first
+  problem) and judges the rest; the ledger says what was held out.
 - **Incomplete** only when a planned run of a variant the claim names is
   absent: not run, crashed, or timed out.  The verdict names those runs.
 - **Undecided units.**  A unit whose answer a still-moving run could change
@@ -31,13 +34,13 @@ The rule, stated in every report with its n:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
 from .schema import Claim
 from .evidence import Evidence
-from .kinds import Chosen, units
+from .kinds import CHOSEN_ON, Chosen, units
 from .stats import ALPHA, MIN_UNITS, sign_test
 
 __all__ = ["Verdict", "VERDICTS", "MIN_UNITS", "PARTLY_UNITS", "judge", "Evidence", "RULE"]
@@ -46,7 +49,8 @@ VERDICTS = ("reproduced", "partly", "not reproduced", "mixed", "too few units", 
             "not run")
 #: The fewest units each problem needs for a *partly* (every problem unanimous).
 PARTLY_UNITS = 3
-RULE = ("Paired units are (problem, seed); a tie never holds; a diverged run fails its units. Sign rule on the decided "
+RULE = ("Paired units are (problem, seed); a method's variant is chosen on held-out data (the lowest seed, else the "
+        "first problem) that is then not a unit; a tie never holds; a diverged run fails its units. Sign rule on the decided "
         f"units: partly when units disagree only between problems (each unanimous on ≥ {PARTLY_UNITS} units), else "
         f"reproduced when the one-sided sign test gives p ≤ {ALPHA} that it holds, not reproduced when p ≤ {ALPHA} that "
         f"it fails, else mixed (k/n); fewer than {MIN_UNITS} units: too few units. Incomplete: a planned run of a "
@@ -67,7 +71,8 @@ class Verdict:
     def _per_pool(self, details: bool) -> list[str]:
         out = []
         for pool, group in self.units.groupby("pool", sort=False):
-            chosen = ", ".join(f"{m} as {lb}" if m != lb else m for m, lb in self.variants.get(pool, {}).items())
+            chosen = ", ".join(f"{m} {lb}" if m == CHOSEN_ON else f"{m} as {lb}" if m != lb else m
+                               for m, lb in self.variants.get(pool, {}).items())
             out.append(f"{pool}: {int(group['holds'].sum())}/{len(group)} hold"
                        + ("; " + "; ".join(group["detail"]) if details else "") + (f" [{chosen}]" if chosen else ""))
         return out
@@ -144,7 +149,7 @@ def _judge_one(claim: Claim, ev: Evidence) -> Verdict:
     table = pd.DataFrame(rows, columns=UNIT_COLUMNS)
     problems = [p for pool in ev.pools(claim).values() for p in pool]
     if claim.kind == "value":
-        rows_of = [r for r in ev.paper if r.get("claim") == claim.id]
+        rows_of = [r for r in ev.paper if r.get("claim") == claim.paper_id]
         labels = sorted({lb for r in rows_of for name in (r["algorithm"], r.get("versus")) if name
                          for lb in ev.labels(claim, name)})
         problems = sorted({p for r in rows_of for p in ev.pool(r["problem"])})
@@ -155,6 +160,29 @@ def _judge_one(claim: Claim, ev: Evidence) -> Verdict:
     return Verdict(claim, verdict, reason, table, chosen)
 
 
+def _magnitudes(verdicts: list[Verdict]) -> list[Verdict]:
+    """A value claim judged on several readings of its metric: each verdict says which reading the paper's
+    numbers are closest to (the median over its rows of the relative distance of the median run)."""
+    families: dict[str, list[int]] = {}
+    for i, v in enumerate(verdicts):
+        if v.claim.kind == "value" and (v.claim.readings or v.claim.reading_of):
+            families.setdefault(v.claim.paper_id, []).append(i)
+    out = list(verdicts)
+    for members in (m for m in families.values() if len(m) > 1):
+        distance = {verdicts[i].claim.metric or "the [[paper]] rows' metric": float(pd.to_numeric(verdicts[i].units["number"]).replace(
+            [float("inf"), -float("inf")], float("nan")).median()) for i in members}
+        known = {m: d for m, d in distance.items() if d == d}
+        if not known:
+            continue
+        closest = min(known, key=known.get)
+        said = ("; readings, median relative distance to the paper's rows: "
+                + ", ".join(f"{m} {d:.2g}" for m, d in known.items())
+                + f": the paper's magnitudes match {closest}")
+        for i in members:
+            out[i] = replace(verdicts[i], reason=verdicts[i].reason + said)
+    return out
+
+
 def judge(claims: list[Claim], evidence: Evidence) -> list[Verdict]:
     """Every claim's verdict (pure: reads ``evidence`` only)."""
-    return [_judge_one(claim, evidence) for claim in claims]
+    return _magnitudes([_judge_one(claim, evidence) for claim in claims])

@@ -5,9 +5,13 @@ A unit row has: ``pool`` (the claim's problem it belongs to), ``problem``,
 unit was still moving), ``number`` (the unit's measured gap, ratio or spread)
 and ``detail`` (the same in words).  The variant of each method a claim names is
 chosen once per pool, from every variant the study ran (or the claim's declared
-ones): the one with the best median over the pool's runs, a diverged run
+ones): the one with the best median over the pool's held-out runs (its lowest
+seed, or with one seed its first problem, :func:`held_out`; they are then not
+units, so no unit judges the data its variant was chosen on), a diverged run
 counting as the worst score, so that the better side is at its best and the
-worse side is the strongest baseline.
+worse side is the strongest baseline.  With one unit there is nothing to hold
+out: the choice is made on the judged unit and the verdict says so (declare
+``variants``, e.g. the paper's settings, to avoid it).
 
 A diverged run is judged: it fails the unit it is in (its side loses: a unit
 holds when only the worse side diverged).  A unit is marked ``unconverged``
@@ -27,24 +31,49 @@ import numpy as np
 from .schema import Claim
 from .evidence import JUDGED, Evidence
 
-__all__ = ["units", "Chosen", "decimals_of", "prints", "passes_through"]
+__all__ = ["units", "Chosen", "held_out", "CHOSEN_ON", "decimals_of", "prints", "passes_through"]
 
 #: pool → method → the label chosen for it.
 Chosen = dict[str, dict[str, str]]
 
 
-def _choose(ev: Evidence, claim: Claim, problems: list[str], name: str, score: Callable[[int], float]) -> str:
-    """The variant of ``name`` with the best (highest) median ``score`` over its ok runs on ``problems``; between
-    equal scores (e.g. no variant reached a target), the best median final value of the claim's metric."""
+def _choose(ev: Evidence, claim: Claim, problems: list[str], name: str, score: Callable[[int], float],
+            on: Callable[[str, int], bool] | None = None) -> str:
+    """The variant of ``name`` with the best (highest) median ``score`` over its judged runs on ``problems`` (only
+    the held-out ones, ``on(problem, seed)``, when there are any); between equal scores (e.g. no variant reached a
+    target), the best median final value of the claim's metric."""
     candidates = ev.labels(claim, name)
     final = _final_score(ev, claim)
 
     def median_of(label: str, of: Callable[[int], float]) -> float:
-        rows = ev.runs.index[ev.runs["problem"].isin(problems) & (ev.runs["label"] == label)
-                             & ev.runs["status"].isin(JUDGED)]
-        scores = [-math.inf if ev.diverged(int(r)) else of(int(r)) for r in rows]
+        rows = [int(r) for r in ev.runs.index[ev.runs["problem"].isin(problems) & (ev.runs["label"] == label)
+                                              & ev.runs["status"].isin(JUDGED)]]
+        if on is not None:
+            rows = [r for r in rows if on(ev.runs.at[r, "problem"], int(ev.runs.at[r, "seed"]))]
+        scores = [-math.inf if ev.diverged(r) else of(r) for r in rows]
         return median(scores) if scores else -math.inf
     return max(candidates, key=lambda label: (median_of(label, score), median_of(label, final), label))
+
+
+#: The key of a pool's :data:`Chosen` entry that says which data its variants were chosen on.
+CHOSEN_ON = "chosen on"
+
+
+def held_out(ev: Evidence, claim: Claim, problems: list[str], names: tuple[str, ...]) -> tuple[str, Callable[[str, int], bool]]:
+    """What a pool holds out to choose its variants on, so that no unit judges the data it was chosen on, as (words,
+    ``is_held_out(problem, seed)``): its lowest seed when it has several, else its first problem (e.g. one random
+    split of several) when it has several, when some method the claim names has more than one variant to choose
+    from.  With one unit, or nothing to choose, nothing is held out (the words say which)."""
+    if all(len(ev.labels(claim, n)) <= 1 for n in names):
+        return "", lambda problem, seed: False
+    labels = sorted({lb for n in names for lb in ev.labels(claim, n)})
+    mine = ev.runs.loc[ev.runs["problem"].isin(problems) & ev.runs["label"].isin(labels)]
+    seeds, where = sorted({int(s) for s in mine["seed"]}), sorted(set(mine["problem"]))
+    if len(seeds) > 1:
+        return f"seed {seeds[0]} (held out)", lambda problem, seed: seed == seeds[0]
+    if len(where) > 1:
+        return f"{where[0]} (held out)", lambda problem, seed: problem == where[0]
+    return "the judged unit (nothing to hold out)", lambda problem, seed: False
 
 
 def _final_score(ev: Evidence, claim: Claim) -> Callable[[int], float]:
@@ -74,15 +103,22 @@ def _unit(pool: str, problem: str, seed: int, holds: bool, number: float, detail
 
 
 def _paired(ev: Evidence, claim: Claim, names: tuple[str, ...], score) -> tuple[list[tuple], Chosen]:
-    """(pool, problem, seed, {name: run}) for every unit on which every chosen variant ran ok, and the choices."""
+    """(pool, problem, seed, {name: run}) for every unit on which every chosen variant ran (ok or diverged), and
+    the choices.  A pool with variants to choose from chooses them on what it holds out (:func:`held_out`), which
+    is then not a unit."""
     out, chosen = [], {}
     for pool, problems in ev.pools(claim).items():
-        chosen[pool] = {name: _choose(ev, claim, problems, name, score) for name in names}
+        words, is_held_out = held_out(ev, claim, problems, names)
+        on = is_held_out if words.endswith("(held out)") else None
+        chosen[pool] = {name: _choose(ev, claim, problems, name, score, on) for name in names}
         for problem in problems:
             labels = list(chosen[pool].values())
             for seed in ev.seeds(problem, labels, judged=True):
-                out.append((pool, problem, seed, {n: ev.run(problem, lb, seed, judged=True)
-                                                  for n, lb in chosen[pool].items()}))
+                if not is_held_out(problem, seed):
+                    out.append((pool, problem, seed, {n: ev.run(problem, lb, seed, judged=True)
+                                                      for n, lb in chosen[pool].items()}))
+        if words:
+            chosen[pool][CHOSEN_ON] = words
     return out, chosen
 
 
@@ -326,7 +362,8 @@ def _value(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
     """One unit per linked [[paper]] row (the paper's number is the unit, not our seeds or variants): it holds when
     more than half of its runs (every ok or diverged run of every variant of its algorithm on its problem) hold."""
     rows, chosen = [], {}
-    for row in (r for r in ev.paper if r.get("claim") == claim.id):
+    for row in (r for r in ev.paper if r.get("claim") == claim.paper_id):
+        row = {**row, "metric": claim.metric} if claim.reading_of else row  # a reading judges the row on its metric
         pool = f"{row['problem']} {row['algorithm']}" + (f" − {row['versus']}" if row.get("versus") else "") + f" {row['metric']}"
         labels = ev.labels(claim, row["algorithm"])
         chosen[pool] = {row["algorithm"]: ", ".join(labels)}

@@ -47,7 +47,12 @@ checked), ``note``, ``comparable`` (``true``, ``false``, or per problem ``{ "log
 not listed being not comparable: whether the claim's problems are the paper's setting; units on the others are
 shown but not counted, and with none left the verdict is *not comparable*) with ``comparable_why``.  A name in
 ``better``/``worse``/``methods`` is a method (every variant) or one exact run
-label, which is a declared variant and so needs ``variants_why``.
+label, which is a declared variant and so needs ``variants_why``.  ``readings``
+(``["psnr_fit"]``: other metrics that read the paper's quantity too, besides the
+claim's ``metric`` or a value claim's rows' metric, e.g. PSNR against the clean image or on the observed
+pixels): the claim is also judged on each, as ``ID [METRIC]``, so that no
+reading of an ambiguous metric is picked silently; a value claim's verdicts say
+which reading the paper's magnitudes match.
 
 A ``[[reference]]`` gives a problem's best known value of a metric (f*), with
 how it was obtained; the suboptimality figures measure distance to it::
@@ -76,7 +81,7 @@ SHAPES = ("improving", "worsening")
 RULES = ("tolerance", "digits")
 FINALS = ("any", "better", "not worse", "equivalent")
 COMMON_KEYS = ("id", "source", "kind", "problems", "tie", "at_budget", "variants", "variants_why", "not_run", "note",
-               "comparable", "comparable_why")
+               "comparable", "comparable_why", "readings")
 KIND_KEYS = {
     "order": ("metric", "better", "worse", "margin", "axis"),
     "faster": ("metric", "better", "worse", "target", "ratio", "axis", "final", "tolerance", "absolute"),
@@ -126,7 +131,15 @@ class Claim:
     not_run: str = ""
     note: str = ""
     ledger: str = "claim"
+    #: Other metrics the claim is judged on too (``readings``); on such a reading, the id it is a reading of.
+    readings: tuple[str, ...] = ()
+    reading_of: str = ""
     #: A trend claim's one method is ``methods[0]``.
+
+    @property
+    def paper_id(self) -> str:
+        """The id its [[paper]] rows link to (a reading's rows are those of the claim it reads)."""
+        return self.reading_of or self.id
 
     def comparable_on(self, problem: str) -> bool:
         """Whether the claim's numbers on ``problem`` (a base name) are the paper's setting."""
@@ -253,8 +266,21 @@ def _claim(table: Any, where: str, ledger: str) -> Claim:
         at_budget=_flag(table, "at_budget", where), variants=_variants(table, where),
         variants_why=_text(table, "variants_why", where), not_run=_text(table, "not_run", where),
         note=_text(table, "note", where), ledger=ledger, **_comparability(table, where),
-        **_kind_fields(kind, table, where),
+        readings=_readings(table, where), **_kind_fields(kind, table, where),
     )
+
+
+def _readings(table: dict, where: str) -> tuple[str, ...]:
+    return tuple(r for r in _strings(table.get("readings", []), f"{where} readings") if r != table.get("metric"))
+
+
+def with_readings(claim: Claim) -> list[Claim]:
+    """``claim``, then one claim per other reading of its metric: id ``ID [METRIC]``, the same statement judged on
+    ``METRIC``."""
+    return [claim] + [replace(claim, id=f"{claim.id} [{m}]", metric=m, readings=(), reading_of=claim.id,
+                              note=f"The claim {claim.id} read on {m} (its readings = [{', '.join(claim.readings)}]); "
+                                   "its note says how it is tested.")
+                      for m in claim.readings]
 
 
 def _comparability(table: dict, where: str) -> dict[str, Any]:
@@ -279,15 +305,15 @@ def parse_claims(raw: dict[str, Any], paper: list[dict[str, Any]]) -> list[Claim
         rows = raw.get(ledger, [])
         if not isinstance(rows, list):
             raise ReportError(f"{section}: expected an array of tables, got {rows!r}")
-        claims += [_claim(row, f"{section} #{i + 1}", ledger) for i, row in enumerate(rows)]
+        claims += [c for i, row in enumerate(rows) for c in with_readings(_claim(row, f"{section} #{i + 1}", ledger))]
     ids = [c.id for c in claims]
     if len(set(ids)) != len(ids):
         raise ReportError(f"[[claim]]/[[target]]: two entries have the id {next(i for i in ids if ids.count(i) > 1)!r}; "
                           "ids must be unique")
     linked = {row.get("claim") for row in paper}
     for claim in claims:
-        if claim.kind == "value" and claim.id not in linked:
-            raise ReportError(f"[[claim]] {claim.id!r}: a value claim needs [[paper]] rows with claim = {claim.id!r}")
+        if claim.kind == "value" and claim.paper_id not in linked:
+            raise ReportError(f"[[claim]] {claim.id!r}: a value claim needs [[paper]] rows with claim = {claim.paper_id!r}")
     for j, row in enumerate(paper):
         if row.get("claim") is not None and row["claim"] not in ids:
             raise ReportError(f"[[paper]] #{j + 1} claim: no [[claim]] has the id {row['claim']!r}; ids: {', '.join(ids) or '(none)'}")

@@ -17,6 +17,7 @@ from svibench.metrics import Metric, metric_table, table_json
 from svibench.claims.schema import parse_claims
 from svibench.settings import ReportError, Target
 from svibench.claims import Evidence, judge
+from svibench.claims.kinds import CHOSEN_ON
 
 #: Seeds per method: the fewest on which a unanimous result passes the sign test (p = 1/32).
 N = 5
@@ -112,16 +113,40 @@ def test_a_diverged_run_is_a_result_not_missing_data():
 
 
 def test_a_variant_that_diverges_on_some_units_is_judged_on_every_unit():
-    """B (lr=2) is the stronger baseline where it survives, but diverges on three of five seeds: its median counts
-    the divergences as its worst, so B (lr=1) is chosen; judged with lr=2 the claim would lose its units."""
-    runs = [run("A", s, [-10, -1]) for s in SEEDS]
-    runs += [run("B (lr=1)", s, [-10, -2], method="B") for s in SEEDS]
-    runs += [run("B (lr=2)", s, [-10, -0.5] if s < 2 else [-10, -5e8], method="B") for s in SEEDS]
+    """B (lr=2) is the stronger baseline where it survives, but diverges on the held-out seed 0: its divergence
+    counts as its worst, so B (lr=1) is chosen.  Declared instead, lr=2 is judged on every seed, its divergences
+    included (they fail its side)."""
+    seeds = range(N + 1)
+    runs = [run("A", s, [-10, -1]) for s in seeds]
+    runs += [run("B (lr=1)", s, [-10, -2], method="B") for s in seeds]
+    runs += [run("B (lr=2)", s, [-10, -0.5] if s in (1, 2) else [-10, -5e8], method="B") for s in seeds]
     v = verdict(runs, claim(**ORDER))
-    assert v.variants["p"]["B"] == "B (lr=1)" and v.verdict == "reproduced"
+    assert v.variants["p"]["B"] == "B (lr=1)" and v.verdict == "reproduced" and 0 not in set(v.units["seed"])
     declared = claim(**ORDER, variants={"B": ["B (lr=2)"]}, variants_why="the paper's step")
     v = verdict(runs, declared)
-    assert len(v.units) == N and v.units["holds"].sum() == 3  # lr=2 wins seeds 0 and 1, loses three to divergence
+    assert len(v.units) == N + 1 and v.units["holds"].sum() == 4  # lr=2 wins seeds 1 and 2, loses four to divergence
+
+
+def test_a_variant_is_chosen_on_a_held_out_seed_that_is_then_no_unit():
+    """B (lr=1) is the stronger baseline on seed 0 only, B (lr=2) on every other seed: the choice is made on seed 0
+    (held out) and judged on the others, so the luck of the judged seeds does not pick the baseline."""
+    seeds = range(N + 1)
+    runs = [run("A", s, [-10, -1]) for s in seeds]
+    runs += [run("B (lr=1)", s, [-10, -0.5 if s == 0 else -3], method="B") for s in seeds]
+    runs += [run("B (lr=2)", s, [-10, -2 if s == 0 else -1.5], method="B") for s in seeds]
+    v = verdict(runs, claim(**ORDER))
+    assert v.variants["p"]["B"] == "B (lr=1)" and v.variants["p"][CHOSEN_ON] == "seed 0 (held out)"
+    assert sorted(v.units["seed"]) == list(range(1, N + 1)) and v.verdict == "reproduced"
+    assert "chosen on seed 0 (held out)" in v.summaries[0]
+
+
+def test_with_one_seed_the_first_problem_is_held_out():
+    runs = [run("A", 0, [-10, -1], problem=f"p/{i}", base="p") for i in range(N + 1)]
+    runs += [run(f"B (lr={lr})", 0, [-10, -2], problem=f"p/{i}", base="p", method="B")
+             for i in range(N + 1) for lr in (1, 2)]
+    v = verdict(runs, claim(**ORDER, problems=["p"]))
+    assert v.variants["p"][CHOSEN_ON] == "p/0 (held out)" and "p/0" not in set(v.units["problem"])
+    assert len(v.units) == N
 
 
 def test_a_planned_run_that_never_reached_the_disk_is_missing():
@@ -132,9 +157,10 @@ def test_a_planned_run_that_never_reached_the_disk_is_missing():
 
 
 def test_the_worse_side_is_its_strongest_variant():
-    runs = [run("A", s, [-10, -1]) for s in SEEDS]
-    runs += [run("B (lr=1)", s, [-10, -2], method="B") for s in SEEDS]
-    runs += [run("B (lr=2)", s, [-10, -0.5], method="B") for s in SEEDS]
+    seeds = range(N + 1)  # one is held out to choose on
+    runs = [run("A", s, [-10, -1]) for s in seeds]
+    runs += [run("B (lr=1)", s, [-10, -2], method="B") for s in seeds]
+    runs += [run("B (lr=2)", s, [-10, -0.5], method="B") for s in seeds]
     v = verdict(runs, claim(**ORDER))
     assert v.verdict == "not reproduced" and v.variants["p"]["B"] == "B (lr=2)"
     declared = claim(**ORDER, variants={"B": ["B (lr=1)"]}, variants_why="the paper's setting")
@@ -251,9 +277,10 @@ def test_as_fast_fails_a_unit_whose_method_never_reaches_the_target():
 
 
 def test_as_fast_reads_each_method_at_its_fastest_variant():
-    runs = [run("A", s, [-10, -5, -1, -1]) for s in SEEDS]
-    runs += [run("B (w=1)", s, [-10, -5, -4, -3, -2, -1, -1], method="B") for s in SEEDS]
-    runs += [run("B (w=2)", s, [-10, -5, -1, -1], method="B") for s in SEEDS]
+    seeds = range(N + 1)  # one is held out to choose on
+    runs = [run("A", s, [-10, -5, -1, -1]) for s in seeds]
+    runs += [run("B (w=1)", s, [-10, -5, -4, -3, -2, -1, -1], method="B") for s in seeds]
+    runs += [run("B (w=2)", s, [-10, -5, -1, -1], method="B") for s in seeds]
     v = verdict(runs, claim(**{**AS_FAST, "methods": ["A", "B"]}))
     assert v.verdict == "reproduced" and v.variants["p"]["B"] == "B (w=2)"
 
@@ -406,3 +433,18 @@ def test_a_faster_method_that_diverges_after_reaching_the_target_loses_the_unit(
     assert v.verdict == "mixed" and v.units["holds"].sum() == 3
     runs = [run("A", s, [-10, -1, -1, -1]) for s in SEEDS] + [run("B", s, [-10, -5, -3, -5e8]) for s in SEEDS]
     assert verdict(runs, claim(**FASTER)).verdict == "reproduced"
+
+
+def test_a_claim_is_judged_on_every_reading_of_its_metric_and_says_which_the_paper_matches():
+    """The paper's rows (value 0.5) are on the scale of ``loss`` (0.5), not of ``elbo`` (−100): both readings are
+    judged, as two verdicts, and each says that the magnitudes match ``loss``."""
+    runs = [run("A", s, [-10, -100.0], problem=q, loss=[1.0, 0.5, 0.5, 0.5]) for q in PROBLEMS for s in range(3)]
+    paper = [{"claim": "c", "problem": q, "algorithm": "A", "metric": "elbo", "value": 0.5} for q in PROBLEMS]
+    table = {"id": "c", "source": "paper", "kind": "value", "readings": ["loss"], "comparable": True,
+             "comparable_why": "the paper's data"}
+    claims = parse_claims({"claim": [table]}, paper)
+    assert [c.id for c in claims] == ["c", "c [loss]"] and claims[1].metric == "loss"
+    on_elbo, on_loss = judge(claims, Evidence(results(runs), INFO, paper=paper))
+    assert on_elbo.verdict == "not reproduced" and on_loss.verdict == "reproduced"
+    assert all("the paper's magnitudes match loss" in v.reason for v in (on_elbo, on_loss))
+
