@@ -13,8 +13,7 @@ The runner applies :func:`check_row` at every checkpoint and ends a run
 policy again to what is on disk (:func:`apply`, right after the results are
 opened), so results written before a rule existed are judged by it too, and
 every consumer (ranking, means, time to target, performance profiles,
-verdicts) selects runs with one selector: ``status == "ok"`` after
-:func:`apply`.
+verdicts) selects runs with one selector, :func:`is_ok`, after :func:`apply`.
 """
 from __future__ import annotations
 
@@ -25,9 +24,11 @@ import numpy as np
 import xarray as xr
 
 from .metrics import Metric
+from .status import OK, is_ok
 from .results import metric_info, open_results
 
-__all__ = ["BLOWUP", "check_row", "recorded", "healthy_until", "statuses", "apply", "open_judged"]
+__all__ = ["BLOWUP", "OK", "is_ok", "check_row", "recorded", "healthy_until", "statuses", "apply", "open_judged"]
+
 
 #: How many times its initial distance from zero (at least 1) an objective may worsen before the run counts as
 #: blown up.
@@ -99,13 +100,13 @@ def healthy_until(ds: xr.Dataset, info: Mapping[str, Metric]) -> np.ndarray:
 def apply(ds: xr.Dataset, info: Mapping[str, Metric]) -> xr.Dataset:
     """``ds`` judged by the policy: an ``ok`` run with an unhealthy checkpoint becomes ``diverged`` (its message says
     why and where), and every metric value from a run's first unhealthy checkpoint on is masked (NaN), so that
-    every table, figure and ranking that reads ``status == "ok"`` and the values uses this policy."""
+    every table, figure and ranking that selects runs with :func:`is_ok` and reads the values uses this policy."""
     out = ds.copy(deep=True)
     status, message = out["status"].values.astype(object), out["message"].values.astype(object)
     counts = recorded(ds)
     for r, (n, why) in enumerate(_diagnose(ds, info)):
         if n < counts[r]:
-            if status[r] == "ok":
+            if is_ok(status[r]):
                 status[r] = "diverged"
                 message[r] = f"{why} at iteration {int(ds['iteration'].values[r, n])} (svibench.health)"
             for m in info:
@@ -117,7 +118,7 @@ def apply(ds: xr.Dataset, info: Mapping[str, Metric]) -> xr.Dataset:
 def statuses(ds: xr.Dataset, info: Mapping[str, Metric]) -> np.ndarray:
     """Per run: its status on disk, except that an ``ok`` run with an unhealthy checkpoint is ``diverged``."""
     status = ds["status"].values.astype(object).copy()
-    status[(status == "ok") & (healthy_until(ds, info) < recorded(ds))] = "diverged"
+    status[is_ok(status) & (healthy_until(ds, info) < recorded(ds))] = "diverged"
     return status.astype(str)
 
 

@@ -243,6 +243,8 @@ def _loop(spec: RunSpec, trajectory: _Trajectory, model: Model, alg: Algorithm, 
             on_step(iteration, epoch, watch.cpu)
         if schedule.due(iteration, epoch, watch.cpu) or done:
             evaluate(iteration, epoch)
+            if not done and spec.budget.until is not None and spec.budget.until.reached(trajectory.rows):
+                return "ok", f"converged at iteration {iteration}: {spec.budget.until.describe()}"
         if done:
             return "ok", ""
         if spec.timeout is not None and time.monotonic() - started > spec.timeout:
@@ -310,7 +312,7 @@ def to_dataset(
         problem_grid=canonical_json(spec.problem.grid),
         params=canonical_json(spec.params),
         seed=spec.seed,
-        budget=canonical_json(asdict(spec.budget)),
+        budget=canonical_json(spec.budget.key()),
         status=status,
         message=message,
         traceback=tb,

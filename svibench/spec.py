@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .plateau import relative_change
+
 __all__ = ["ProblemSpec", "Budget", "Checkpoints", "RunSpec", "canonical_json", "PROBLEM_IDENTITY"]
 
 
@@ -51,12 +53,44 @@ class ProblemSpec:
 
 
 @dataclass(frozen=True)
+class UntilConverged:
+    """Stop a run once ``metric`` has levelled off: at a checkpoint, after at least ``least`` of them, where its
+    relative change over the last ``window`` of the checkpoints so far is at most ``tolerance``
+    (:func:`svibench.plateau.relative_change`, the window the claims' convergence test reads).  The budget's
+    limits are the cap: a run that reaches one first ends there, unconverged by this rule."""
+
+    metric: str
+    tolerance: float
+    window: float = 0.1
+    least: int = 5
+
+    def reached(self, rows: list[dict[str, float]]) -> bool:
+        """Whether the checkpoint rows so far meet the rule."""
+        if len(rows) < self.least:
+            return False
+        values = np.array([row.get(self.metric, np.nan) for row in rows], dtype=float)
+        return relative_change(values, self.window) <= self.tolerance
+
+    def describe(self) -> str:
+        return (f"until {self.metric} changes by at most {self.tolerance:g} (relative) over the last "
+                f"{self.window:.0%} of its checkpoints")
+
+
+@dataclass(frozen=True)
 class Budget:
-    """Stop at whichever limit comes first (at least one is set)."""
+    """Stop at whichever limit comes first (at least one is set), or once the run has converged by ``until``."""
 
     iterations: int | None = None
     epochs: float | None = None
     seconds: float | None = None
+    until: UntilConverged | None = None
+
+    def key(self) -> dict[str, Any]:
+        """The budget as it enters a run's identity (``until`` only when set, so plain budgets keep their ids)."""
+        out = asdict(self)
+        if self.until is None:
+            del out["until"]
+        return out
 
     def exhausted(self, iteration: int, epoch: float, seconds: float) -> bool:
         return (
@@ -140,6 +174,6 @@ class RunSpec:
         """Stable identity: the same problem, algorithm, hyperparameters, seed and budget (computed once: the
         sweep reads it for every run each time it writes the manifest)."""
         ident = canonical_json(
-            [self.problem.key(), self.algorithm, self.params, self.seed, asdict(self.budget), asdict(self.checkpoints)]
+            [self.problem.key(), self.algorithm, self.params, self.seed, self.budget.key(), asdict(self.checkpoints)]
         )
         return hashlib.sha1(ident.encode()).hexdigest()[:16]

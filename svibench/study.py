@@ -10,6 +10,8 @@ A study is a TOML file (read with the standard library's ``tomllib``)::
     [budget]                      # any of iterations / epochs / seconds
     iterations = 200
     checkpoints = 20              # how many, log-spaced (or spacing = "linear", or at = [...])
+    # until_converged = { metric = "elbo", tolerance = 1e-4, window = 0.1 }   # optional: stop once it levels off;
+    #                               # the limits above are then the cap (e.g. seconds = 600 of CPU)
 
     [[problem]]
     model = "gmm"
@@ -78,7 +80,7 @@ from .claims.schema import (Claim, Reference, check_names, parse_claims, parse_r
                             skipped_not_run)
 from .claims.notes import check_text
 from .settings import ReportError, ReportSettings
-from .spec import Budget, Checkpoints, ProblemSpec, RunSpec, canonical_json
+from .spec import Budget, Checkpoints, ProblemSpec, RunSpec, UntilConverged, canonical_json
 
 __all__ = ["Study", "StudyError", "load_study", "parse_study"]
 
@@ -89,7 +91,8 @@ class StudyError(ValueError):
 
 TOP_KEYS = {"study", "budget", "problem", "algorithm", "scales", "paper", "report", "claim", "target", "reference"}
 STUDY_KEYS = {"name", "description", "seeds", "timeout"}
-BUDGET_KEYS = {"iterations", "epochs", "seconds", "checkpoints", "spacing", "at"}
+BUDGET_KEYS = {"iterations", "epochs", "seconds", "checkpoints", "spacing", "at", "until_converged"}
+UNTIL_KEYS = {"metric", "tolerance", "window", "least"}
 PROBLEM_KEYS = {"name", "model", "dataset", "model_params", "dataset_params", "budget"}
 ALGORITHM_KEYS = {"name", "label", "method", "params", "models", "problems"}
 SCALE_KEYS = {"seeds", "budget", "problem_budget", "timeout", "model_params", "dataset_params", "algorithm_params",
@@ -371,7 +374,23 @@ def _parse_budget(table: Any, overrides: dict[str, Any], own: dict[str, Any] | N
     if not isinstance(at, list) or not all(isinstance(a, (int, float)) and not isinstance(a, bool) and a > 0 for a in at):
         raise StudyError(f"{where} at: expected a list of positive numbers, got {_type_name(at)}")
     count = _positive(budget_raw.get("checkpoints", 20), f"{where} checkpoints", int)
-    return Budget(**limits), Checkpoints(count=count, spacing=spacing, at=tuple(at))
+    until = _parse_until(budget_raw.get("until_converged"), f"{where} until_converged")
+    return Budget(**limits, until=until), Checkpoints(count=count, spacing=spacing, at=tuple(at))
+
+
+def _parse_until(table: Any, where: str) -> UntilConverged | None:
+    """``until_converged = { metric, tolerance, window = 0.1, least = 5 }``: stop a run once the metric levels off
+    (:class:`svibench.spec.UntilConverged`); the budget's limits are its cap."""
+    if table is None:
+        return None
+    _check_keys(_table(table, where), UNTIL_KEYS, where)
+    if not isinstance(table.get("metric"), str) or "tolerance" not in table:
+        raise StudyError(f"{where}: give the metric and the tolerance, e.g. {{ metric = \"elbo\", tolerance = 1e-4 }}")
+    window = _positive(table.get("window", 0.1), f"{where} window", float)
+    if window >= 1:
+        raise StudyError(f"{where} window: a fraction of the checkpoints in (0, 1), got {window:g}")
+    return UntilConverged(table["metric"], _positive(table["tolerance"], f"{where} tolerance", float), window,
+                          _positive(table.get("least", 5), f"{where} least", int))
 
 
 def _parse_problems(tables: Any, overrides: dict[str, Any], registry: Registry,
@@ -392,6 +411,12 @@ def _parse_problems(tables: Any, overrides: dict[str, Any], registry: Registry,
                         for p in expanded})
     if len({p.name for p in problems}) != len(problems):
         raise StudyError("[[problem]]: two problems have the same name; give them distinct `name`s")
+    for p in problems:
+        until = budgets[p.name][0].until
+        declared = registry.model(p.model).metrics
+        if until is not None and until.metric not in declared:
+            raise StudyError(f"[budget] until_converged metric: {p.model!r} (problem {p.name}) reports no "
+                             f"{until.metric!r}; its metrics: {', '.join(sorted(declared))}")
     if scaled:
         known = ", ".join(dict.fromkeys(p.base for p in problems))
         raise StudyError(f"[scales] problem_budget: no [[problem]] named {next(iter(scaled))!r}; the study's problems: {known}")
@@ -648,7 +673,7 @@ def _at_scale(claims: list[Claim], paper: list[dict[str, Any]], problems: list[P
     out, left_out = [], _left_out(problems, every_problem)
     present = {r.method for r in runs} | {r.label for r in runs}
     for c in claims:
-        named = set(c.problems) or ({r["problem"] for r in paper if r.get("claim") == c.id} if c.kind == "value" else set())
+        named = set(c.problems) or ({r["problem"] for r in paper if r.get("claim") == c.paper_id} if c.kind == "value" else set())
         absent = [m for m in (*c.better, *c.worse, *c.methods) if m not in present]
         if left_out and absent and not c.not_run:
             out.append(replace(c, not_run=f"not run at the {scale} scale: {', '.join(absent)} run(s) only on problems "

@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .status import is_ok
+
 #: Per-checkpoint variables that are not metrics: progress, CPU seconds (``time``) and wall seconds (the runner
 #: records them beside every metric).
 TRACKED = ("iteration", "epoch", "time", "wall_time")
@@ -42,5 +44,5 @@ def final_table(ds: xr.Dataset) -> pd.DataFrame:
     grouped = finals.groupby(["problem", "label"], sort=True)
     table = grouped[value_cols].agg(["mean", "std"])
     table[("runs", "n")] = grouped.size()
-    table[("runs", "ok")] = grouped["status"].apply(lambda s: int((s == "ok").sum()))
+    table[("runs", "ok")] = grouped["status"].apply(lambda s: int(is_ok(s).sum()))
     return table

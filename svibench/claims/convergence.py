@@ -10,8 +10,7 @@ checkpoints, the metric still moved by more than both
   reached by a noisy method is not read as movement, and a run drifting by more than its noise is.
 
 With one seed (no spread) or a deterministic method (zero spread) the rule is the tolerance alone.  The window
-starts at the checkpoint nearest ``1 - window`` of the way through the run's finite values (at least one
-checkpoint back), so a run with 12 checkpoints compares its last value with its second to last.
+is :func:`svibench.plateau.window_ends`'s, the same one a study's ``until_converged`` budget stops a run by.
 """
 from __future__ import annotations
 
@@ -20,6 +19,9 @@ import math
 import numpy as np
 import pandas as pd
 import xarray as xr
+
+from ..plateau import window_ends
+from ..status import is_ok
 
 __all__ = ["unconverged", "LAST_FRACTION", "NOISE_WIDTH"]
 
@@ -30,15 +32,6 @@ LAST_FRACTION = 0.1
 NOISE_WIDTH = 2 * math.sqrt(2)
 
 
-def _ends(values: np.ndarray, window: float) -> tuple[float, float] | None:
-    """(value at the window's start, final value) of one run's finite values, or None with fewer than two."""
-    values = values[np.isfinite(values)]
-    if values.size < 2:
-        return None
-    start = min(values.size - 2, int(round((1 - window) * (values.size - 1))))
-    return float(values[start]), float(values[-1])
-
-
 def unconverged(ds: xr.Dataset, metric: str, tolerance: float, window: float = LAST_FRACTION) -> np.ndarray:
     """Per run: whether ``metric`` changed over the last ``window`` of its checkpoints by more than
     ``tolerance`` × |final| and by more than :data:`NOISE_WIDTH` × the seed-to-seed spread of its label's final
@@ -46,8 +39,8 @@ def unconverged(ds: xr.Dataset, metric: str, tolerance: float, window: float = L
     out = np.zeros(ds.sizes["run"], dtype=bool)
     if metric not in ds:
         return out
-    ends = [_ends(ds[metric].values[r], window) for r in range(ds.sizes["run"])]
-    ok = ds["status"].values == "ok" if "status" in ds.coords else np.ones(len(ends), dtype=bool)
+    ends = [window_ends(ds[metric].values[r], window) for r in range(ds.sizes["run"])]
+    ok = is_ok(ds["status"].values) if "status" in ds.coords else np.ones(len(ends), dtype=bool)
     finals = pd.DataFrame({"problem": ds["problem"].values.astype(str), "label": ds["label"].values.astype(str),
                            "final": [e[1] if e and good else np.nan for e, good in zip(ends, ok)]})
     spread = finals.groupby(["problem", "label"])["final"].transform(lambda v: v.std(ddof=1) if v.count() > 1 else 0.0)

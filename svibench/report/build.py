@@ -216,10 +216,10 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     top = _headline(ok, rank, settings, info, references, dpi)
     glance = [*claims_tables(verdicts, amended), *([rankings[0]] if rankings else []), *([top] if top else [])]
     targets = settings.targets_for(metrics, answers(ds))
-    profile = profile_table(ds, targets[0]) if targets and targets[0].metric in ds else None
+    profile = profile_table(ev, targets[0]) if targets and targets[0].metric in ds else None
     across = [profile[0], profile_figure(profile[1], colours, targets[0].metric, dpi=dpi)] if profile else []
     final = [final_metrics(ds, settings.shown(info)), metrics_meaning(ds)]
-    reach = [t for t in (time_to_target(ds, target) for target in targets) if t]
+    reach = [t for t in (time_to_target(ev, target) for target in targets) if t]
     paper = paper_comparison(ds, manifest.get("paper", []), {v.claim.id: v.verdict for v in verdicts},
                              settings.converged_tolerance, settings.converged_window)
     not_ok = runs_not_ok(ds, manifest)

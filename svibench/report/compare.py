@@ -19,6 +19,7 @@ import pandas as pd
 import xarray as xr
 
 from ..results import rankable_runs
+from ..status import is_ok
 
 __all__ = ["pools", "pairs", "unranked", "profile_ratios", "performance_profile", "TAUS"]
 
@@ -36,7 +37,7 @@ def pairs(ds: xr.Dataset, metric: str, split_panels: bool = False) -> pd.DataFra
 
     Rows with the same (problem, seed) form a pair group (the same data and start).
     """
-    ok = np.flatnonzero(ds["status"].values == "ok")
+    ok = np.flatnonzero(is_ok(ds["status"].values))
     pool = pools(ds, split_panels)
     rows = []
     for r in ok:
@@ -51,7 +52,7 @@ def pairs(ds: xr.Dataset, metric: str, split_panels: bool = False) -> pd.DataFra
 def unranked(ds: xr.Dataset, metric: str, split_panels: bool = False) -> dict[str, list[str]]:
     """Pool → its problems with an ok run whose model declares ``metric`` no fair ranking key on its data (e.g.
     ``psnr_fit`` on a denoising problem: a fit to the noisy pixels): the runs :func:`.rank.ranking` leaves out."""
-    ok = ds["status"].values == "ok"
+    ok = is_ok(ds["status"].values)
     reported = np.isfinite(ds[metric].values).any(axis=1) if metric in ds else np.zeros_like(ok)
     left_out = ok & reported & ~rankable_runs(ds, metric)
     out: dict[str, list[str]] = {}

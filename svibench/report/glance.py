@@ -10,9 +10,8 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 
-from ..claims import RULE, Verdict
+from ..claims import RULE, Evidence, Verdict
 from ..claims.schema import Claim
 from .compare import TAUS, performance_profile, profile_ratios
 from .fmt import DASH, number
@@ -136,9 +135,9 @@ def claim_notes(verdicts: list[Verdict], amended: Amendments, render: Callable[[
     return Prose("Claims", items)
 
 
-def profile_table(ds: xr.Dataset, target: Target) -> tuple[Table, pd.DataFrame] | None:
+def profile_table(ev: Evidence, target: Target) -> tuple[Table, pd.DataFrame] | None:
     """The performance profile at τ = 1, 2, 4, 10 and ∞ as a table, and the ratios behind it (for the figure)."""
-    reach = reach_records(ds, target)
+    reach = reach_records(ev, target)
     if reach.empty or reach["label"].nunique() < 2:
         return None
     ratios = profile_ratios(reach)

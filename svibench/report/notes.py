@@ -12,6 +12,7 @@ import xarray as xr
 
 from ..claims.evidence import Evidence
 from ..claims.notes import DEFAULT_SPEC, segments
+from ..status import is_ok
 from ..results import answers, metric_info
 from ..settings import ReportSettings, Target
 from .tables import recorded_metrics
@@ -39,7 +40,7 @@ class NoteLookup:
         runs = self.ev.runs
         at = (runs["label"] == label) & (runs["problem"].isin(self.ev.pool(problem)) if problem else True)
         if ok:
-            at &= runs["status"] == "ok"
+            at &= is_ok(runs["status"])
         return [int(r) for r in runs.index[at]]
 
     def value(self, match: re.Match) -> str:

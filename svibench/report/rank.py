@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..results import rankable_runs
+from ..status import is_ok
 from ..claims.evidence import Evidence, Reach
 from ..settings import Target
 
@@ -50,7 +51,7 @@ def _reaches(ev: Evidence, problems: list[str], target: Target) -> dict[tuple[st
         threshold = target.threshold(ev.best_final(problem, target.metric), lower)
         for r in ev.runs.index[ev.runs["problem"] == problem]:
             rec = ev.runs.loc[r]
-            reach = ev.reach(int(r), target.metric, threshold, "time") if rec["status"] == "ok" else NEVER
+            reach = ev.reach(int(r), target.metric, threshold, "time") if is_ok(rec["status"]) else NEVER
             out.setdefault((problem, int(rec["seed"])), {})[rec["label"]] = reach
     return out
 
@@ -75,7 +76,7 @@ def _finals(ev: Evidence, problems: list[str], metric: str) -> pd.DataFrame:
     moving = ev.unconverged(metric)
     rows = [{"problem": rec.problem, "seed": rec.seed, "label": rec.label, "final": ev.value_at(r, metric, "final"),
              "unconverged": bool(moving[r])}
-            for r, rec in zip(ev.runs.index, ev.runs.itertuples()) if rec.problem in problems and rec.status == "ok"]
+            for r, rec in zip(ev.runs.index, ev.runs.itertuples()) if rec.problem in problems and is_ok(rec.status)]
     return pd.DataFrame(rows, columns=["problem", "seed", "label", "final", "unconverged"])
 
 
@@ -100,7 +101,7 @@ def _pool_rows(ev: Evidence, pool: _Pool, target: Target) -> list[dict]:
                      "time": float(np.median(times)) if times else math.inf, "first": first.get(label, 0),
                      "tied": tied.get(label, 0), "instances": len(times),
                      "final": float(mine["final"].median()) if len(mine) else math.nan,
-                     "ok": int((group["status"] == "ok").sum()), "diverged": int((group["status"] == "diverged").sum()),
+                     "ok": int(is_ok(group["status"]).sum()), "diverged": int((group["status"] == "diverged").sum()),
                      "other": int((~group["status"].isin(["ok", "diverged"])).sum()),
                      "unconverged": int(mine["unconverged"].sum())})
     rows.sort(key=lambda r: (r["time"], -signed(r["final"]) if math.isfinite(r["final"]) else math.inf, r["label"]))

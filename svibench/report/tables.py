@@ -13,6 +13,7 @@ import pandas as pd
 import xarray as xr
 
 from ..peers import INSTALL
+from ..status import is_ok
 from ..results import metric_info, named, rankable_runs
 from ..summary import final_table, final_values, metric_names
 from .fmt import DASH, mean_sd, number
@@ -57,7 +58,7 @@ def recorded_metrics(ds: xr.Dataset) -> list[str]:
 
 def ok_runs(ds: xr.Dataset) -> xr.Dataset:
     """The runs that finished with status ``ok``."""
-    return ds.isel(run=np.flatnonzero(ds["status"].values == "ok"))
+    return ds.isel(run=np.flatnonzero(is_ok(ds["status"].values)))
 
 
 def _groups(ds: xr.Dataset) -> pd.MultiIndex:
@@ -136,15 +137,14 @@ def metrics_meaning(ds: xr.Dataset) -> Table:
                  data=pd.DataFrame(records))
 
 
-def reach_records(ds: xr.Dataset, target: Target) -> pd.DataFrame:
+def reach_records(ev: Evidence, target: Target) -> pd.DataFrame:
     """One row per run: problem, label, seed, threshold, reached, and the CPU time and epoch of the first checkpoint
     that reached ``target``.
 
-    The same reading as the ranking's and the verdicts' (:class:`svibench.claims.Evidence`, one place for it): the
+    Read from the report's one :class:`svibench.claims.Evidence`, as the ranking and the verdicts read it: the
     reference is the best final value over the problem's healthy ok runs, and a run that is not ok never reaches
     the target (:mod:`svibench.health`: a run that blew up does not win a race it could not finish).
     """
-    ev = Evidence(ds, metric_info(ds))
     lower = ev.info[target.metric].lower
     records = []
     for problem in sorted(set(ev.runs["problem"])):
@@ -153,7 +153,7 @@ def reach_records(ds: xr.Dataset, target: Target) -> pd.DataFrame:
             continue
         threshold = target.threshold(best, lower)
         for r in ev.runs.index[ev.runs["problem"] == problem]:
-            ok = ev.runs.at[r, "status"] == "ok"
+            ok = is_ok(ev.runs.at[r, "status"])
             at = {axis: ev.reach(int(r), target.metric, threshold, axis).high if ok else np.inf for axis in ("time", "epoch")}
             records.append({
                 "problem": problem, "label": ev.runs.at[r, "label"], "seed": int(ev.runs.at[r, "seed"]),
@@ -164,16 +164,16 @@ def reach_records(ds: xr.Dataset, target: Target) -> pd.DataFrame:
     return pd.DataFrame(records, columns=["problem", "label", "seed", "threshold", "reached", "time", "epoch"])
 
 
-def time_to_target(ds: xr.Dataset, target: Target) -> Table | None:
+def time_to_target(ev: Evidence, target: Target) -> Table | None:
     """Algorithm CPU time and epochs at the first checkpoint that reaches ``target``, per (problem, algorithm).
 
     Mean ± sd over the seeds that reached it (:func:`reach_records`); every seed of the group counts in the
     denominator.
     """
-    if target.metric not in ds:
+    if target.metric not in ev.ds:
         return None
-    lower = metric_info(ds)[target.metric].lower
-    per_run = reach_records(ds, target)
+    lower = ev.info[target.metric].lower
+    per_run = reach_records(ev, target)
     if per_run.empty:
         return None
     grouped = per_run.groupby(["problem", "label"], sort=True)
@@ -210,7 +210,7 @@ def paper_comparison(ds: xr.Dataset, paper: list[dict[str, Any]], verdicts: dict
         return None
     verdicts = verdicts or {}
     finals = final_values(ds)
-    ok = finals[finals["status"] == "ok"]
+    ok = finals[is_ok(finals["status"])]
     rows, records, flagged = [], [], 0
     flags = {m: unconverged(ds, m, tolerance, window) for m in {row["metric"] for row in paper}}
     for row in paper:
