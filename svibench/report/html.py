@@ -1,12 +1,15 @@
-"""The report as one self-contained HTML page (figures embedded as base64 PNG, no external files)."""
+"""The report as one self-contained HTML page (figures embedded as base64 PNG, no external files), from the
+Jinja2 template ``templates/report.html.j2``."""
 from __future__ import annotations
 
 import base64
-from html import escape
+
+from markupsafe import Markup
 
 from .figures import ReportFigure
 from .header import Header
 from .tables import Details, Prose, Table
+from .jinja import templates
 
 __all__ = ["render_html", "Section"]
 
@@ -43,101 +46,29 @@ nav a { margin-right: 1rem; }
 """
 
 
-def _table(table: Table, heading: bool) -> str:
-    head = "".join(f"<th>{escape(c)}</th>" for c in table.columns)
-    numeric, body = table.numeric_columns(), []
-    for i, row in enumerate(table.rows):
-        cells = []
-        for j, cell in enumerate(row):
-            text = escape(cell)
-            if (i, j) in table.bold:
-                text = f"<strong>{text}</strong>"
-            cls = f' class="{VERDICT_CLASS[cell]}"' if cell in VERDICT_CLASS else (' class="num"' if j in numeric else "")
-            cells.append(f"<td{cls}>{text}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    note = f'<p class="note">{escape(table.note)}</p>' if table.note else ""
-    rows = "\n".join(body) if body else f'<tr><td colspan="{len(table.columns)}">(none)</td></tr>'
-    title = f"<h3>{escape(table.title)}</h3>\n" if heading else ""
-    return f"{title}<table>\n<tr>{head}</tr>\n{rows}\n</table>\n{note}"
-
-
-def _figure(fig: ReportFigure, caption: bool) -> str:
-    data = base64.b64encode(fig.png).decode("ascii")
-    text = f"<figcaption>{escape(fig.caption)}</figcaption>" if caption else ""
-    return (f'<figure id="{escape(fig.name)}"><h3>{escape(fig.title)}</h3>'
-            f'<img alt="{escape(fig.title)}" src="data:image/png;base64,{data}">{text}</figure>')
+def _cell_class(cell: str, numeric: bool) -> Markup:
+    """A cell's class attribute: its verdict's colour, or right-aligned numbers."""
+    if cell in VERDICT_CLASS:
+        return Markup(f' class="{VERDICT_CLASS[cell]}"')
+    return Markup(' class="num"') if numeric else Markup("")
 
 
 def _anchor(title: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in title.lower())
 
 
-def _paragraph(p: str | Details) -> str:
-    if isinstance(p, Details):
-        items = "".join(f"<li>{escape(line)}</li>" for line in p.lines)
-        return f"<details><summary>{escape(p.summary)}</summary><ul>{items}</ul></details>"
-    return f"<p>{escape(p)}</p>"
-
-
-def _prose(prose: Prose) -> str:
-    parts = []
-    for heading, paragraphs in prose.items:
-        parts.append(f"<h3>{escape(heading)}</h3>" + "".join(_paragraph(p) for p in paragraphs))
-    return '<div class="prose">' + "\n".join(parts) + "</div>"
-
-
-def _section(title: str, items: list, side_by_side: bool = False) -> list[str]:
-    """A section: its tables and prose, then its figures; ``side_by_side`` puts the figures to the right of the
-    tables (the first screen, so that the ranking, the verdicts and a figure are seen without scrolling)."""
-    if side_by_side:
-        tables, shown = [i for i in items if not isinstance(i, ReportFigure)], [i for i in items if isinstance(i, ReportFigure)]
-        if tables and shown:
-            return [f'<h2 id="{_anchor(title)}">{escape(title)}</h2>', '<div class="glance"><div>',
-                    *_section(title, tables)[1:], '</div><div class="figures">',
-                    *(_figure(fig, True) for fig in shown), "</div></div>"]
-    parts = [f'<h2 id="{_anchor(title)}">{escape(title)}</h2>']
-    for item in items:
-        if isinstance(item, Table):
-            parts.append(_table(item, item.title != title))
-        elif isinstance(item, Prose):
-            parts.append(_prose(item))
-    shown = [item for item in items if isinstance(item, ReportFigure)]
-    common = len({fig.caption for fig in shown}) == 1 and len(shown) > 1
-    if shown and common:
-        parts.append(f'<p class="note">{escape(shown[0].caption)}</p>')
-    if shown:
-        parts.append('<div class="figures">' + "\n".join(_figure(item, not common) for item in shown) + "</div>")
-    return parts
+ENVIRONMENT = templates(
+    filters={"anchor": _anchor, "b64": lambda png: base64.b64encode(png).decode("ascii")},
+    tests={"table": lambda x: isinstance(x, Table), "prose": lambda x: isinstance(x, Prose),
+           "details": lambda x: isinstance(x, Details), "figure": lambda x: isinstance(x, ReportFigure)},
+    globals={"cell_class": _cell_class, "css": Markup(CSS)},
+)
 
 
 def render_html(header: Header, sections: list[Section]) -> str:
-    """The whole page as a string: title, one line on the run, the sections, then the full header facts."""
-    facts = "\n".join(f"<tr><td>{escape(k)}</td><td>{escape(v)}</td></tr>" for k, v in header.facts)
-    caveats = "\n".join(f'<p class="caveat">{escape(c)}</p>' for c in header.caveats)
-    nav = " ".join(f'<a href="#{_anchor(t)}">{escape(t)}</a>' for t, _ in sections) + ' <a href="#about">About this run</a>'
-    parts = [part for i, (title, items) in enumerate(sections) for part in _section(title, items, side_by_side=i == 0)]
-    description = f'<p class="description">{escape(header.description)}</p>' if header.description else ""
-    facts_by_name = dict(header.facts)
-    run_line = " · ".join(facts_by_name[k] for k in ("study", "svibench", "results written") if k in facts_by_name)
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{escape(header.title)}</title>
-<style>{CSS}</style>
-</head>
-<body>
-<h1>{escape(header.title)}</h1>
-{description}
-<p class="run-line">{escape(run_line)}</p>
-<nav>{nav}</nav>
-{chr(10).join(parts)}
-<h2 id="about">About this run</h2>
-<table class="facts">
-{facts}
-</table>
-{caveats}
-</body>
-</html>
-"""
+    """The whole page as a string (``templates/report.html.j2``): title, one line on the run, the sections (the
+    first with its figures to the right of its tables, so that the ranking, the verdicts and a figure are seen
+    without scrolling), then the full header facts."""
+    facts = dict(header.facts)
+    run_line = " · ".join(facts[k] for k in ("study", "svibench", "results written") if k in facts)
+    return ENVIRONMENT.get_template("report.html.j2").render(header=header, sections=sections, run_line=run_line)

@@ -12,11 +12,13 @@ import json
 import re
 import tomllib
 from collections import Counter
-from html import escape
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from .html import CSS, VERDICT_CLASS
+from .jinja import templates
 from .glance import LEDGER
 
 __all__ = ["write_index", "collect", "distinct_claims", "paper_of", "DEFINITIONS"]
@@ -129,57 +131,26 @@ def _built(entry: dict[str, Any]) -> str:
     return f"{entry.get('scale', 'default')} scale, commit {entry['git_commit'][:12]}, results {entry.get('results_written', '')}"
 
 
-def render_index_html(entries: list[dict[str, Any]]) -> str:
-    """The index page: a verdict tally, then per study its link, description and claims."""
-    parts = []
-    for e in entries:
-        link = f'<a href="{escape(e["folder"])}/index.html">{escape(e["study"])}</a>' if e["has_report"] else escape(e["study"])
-        rows = "".join(
-            f'<tr><td>{escape(c["id"])} ({_kind(c)})</td><td>{escape(c["source"])}</td>'
-            f'<td class="{VERDICT_CLASS.get(c["verdict"], "")}">{escape(c["verdict"])}</td>'
-            f'<td>{escape(_evidence(c))}</td></tr>' for c in e["claims"])
-        table = (f"<table><tr><th>claim</th><th>source</th><th>verdict</th><th>evidence</th></tr>{rows}</table>"
-                 if rows else '<p class="note">No claims declared.</p>')
-        parts.append(f'<h2>{link}</h2><p class="description">{escape(e["description"])}</p>'
-                     f'<p class="run-line">{escape(_built(e))}</p>{table}')
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{TITLE}</title>'
-            f"<style>{CSS}</style></head><body><h1>{TITLE}</h1>"
-            f'<p class="description">Every study of the project with each paper claim it checks and the verdict of its '
-            f"last report. Paper claims: {escape(_tally(entries))}. Project targets (not counted as claims): "
-            f"{escape(_tally(entries, 'target'))}.</p>" + _tally_html(entries) + "\n".join(parts) + "</body></html>\n")
-
-
-def _tally_html(entries: list[dict[str, Any]]) -> str:
+def _context(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """What both index templates show."""
     header, rows = _tally_table(entries)
-    if not rows:
-        return ""
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f'<td class="{VERDICT_CLASS.get(v, "")}">{escape(v)}</td>' for v in row) + "</tr>"
-                   for row in rows)
-    words = "".join(f"<li><strong>{escape(w)}</strong>: {escape(d)}</li>" for w, d in DEFINITIONS.items())
-    return (f"<h2>The paper claims, by paper</h2><table><tr>{head}</tr>{body}</table>"
-            f'<p class="note">The verdicts:</p><ul class="note">{words}</ul>')
+    return {"title": TITLE, "entries": entries, "tally": _tally(entries), "targets": _tally(entries, "target"),
+            "tally_header": header, "tally_rows": rows, "definitions": DEFINITIONS, "verdict_class": VERDICT_CLASS,
+            "built": _built, "kind": _kind, "evidence": _evidence}
+
+
+ENVIRONMENT = templates(globals={"css": Markup(CSS)})
+
+
+def render_index_html(entries: list[dict[str, Any]]) -> str:
+    """The index page (``templates/index.html.j2``): a verdict tally, the claims by paper, then per study its link,
+    description and claims."""
+    return ENVIRONMENT.get_template("index.html.j2").render(**_context(entries))
 
 
 def render_index_markdown(entries: list[dict[str, Any]]) -> str:
-    """The same index for GitHub."""
-    lines = [f"# {TITLE}", "", "Every study of the project with each paper claim it checks and the verdict of its "
-             f"last report (`svibench regenerate` rebuilds them all). Paper claims: {_tally(entries)}. Project targets "
-             f"(not counted as claims): {_tally(entries, 'target')}.", ""]
-    header, rows = _tally_table(entries)
-    if rows:
-        lines += ["## The paper claims, by paper", "", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-        lines += ["| " + " | ".join(row) + " |" for row in rows]
-        lines += ["", "The verdicts:", ""] + [f"- **{w}**: {d}" for w, d in DEFINITIONS.items()] + [""]
-    for e in entries:
-        lines += [f"## [{e['study']}]({e['folder']}/summary.md)" if e["has_report"] else f"## {e['study']}", "",
-                  e["description"], "", f"_{_built(e)}_", ""]
-        if e["claims"]:
-            lines += ["| claim | source | verdict | evidence |", "| --- | --- | --- | --- |"]
-            lines += [f"| {c['id']} ({_kind(c)}) | {c['source']} | **{c['verdict']}** | {_evidence(c).replace('|', '/')} |"
-                      for c in e["claims"]]
-            lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+    """The same index for GitHub (``templates/index.md.j2``)."""
+    return ENVIRONMENT.get_template("index.md.j2").render(**_context(entries)).rstrip() + "\n"
 
 
 def write_index(reports: str | Path) -> tuple[Path, Path]:

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import tomllib
 from pathlib import Path
+from html import unescape
 
 import pytest
 
@@ -87,8 +88,8 @@ def test_a_claim_edited_after_the_runs_reports_as_amended_with_both_versions(res
     assert f"<td>{AMENDED}; " in first_screen
     claims = html.split('id="claims"')[1]
     assert f"vmp-ties-itself (paper claim) — too few units ({AMENDED})" in claims
-    assert "At run time: margin absent; note = &quot;A claim that holds by construction.&quot;" in claims
-    assert "Now: margin = 1.0; note = &quot;An edited claim that holds by construction.&quot;" in claims
+    assert "At run time: margin absent; note = \"A claim that holds by construction.\"" in unescape(claims)
+    assert "Now: margin = 1.0; note = \"An edited claim that holds by construction.\"" in unescape(claims)
 
 
 def test_a_claim_added_after_the_runs_is_amended_and_says_it_is_new(results, tmp_path):
