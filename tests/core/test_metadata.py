@@ -295,8 +295,9 @@ def test_run_ids_are_those_of_the_committed_studies():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         quickstart = load_study(REPORTS / "quickstart" / "study.toml")
-    # the quickstart's study hash before issue 32 added scikit-learn's mixture: its other runs keep their ids
-    ids = sorted(r.run_id for r in quickstart.runs if r.algorithm != "sklearn-bgmm")
+    # the quickstart's study hash before issue 32 added scikit-learn's mixture (and issue 49 seeds 3 to 5): its other
+    # runs keep their ids
+    ids = sorted(r.run_id for r in quickstart.runs if r.algorithm != "sklearn-bgmm" and r.seed < 3)
     assert hashlib.sha1(canonical_json([quickstart.name, ids]).encode()).hexdigest()[:16] == "2e6926acc17eaa52"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
