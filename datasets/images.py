@@ -107,6 +107,9 @@ def image_patches(*, image: str = "house", task: str = "inpainting", size: int =
     if not 0 < frac <= 1:
         raise ValueError(f"image-patches: observed fraction must be in (0, 1], got {frac}")
     clean = read_image(image)
+    if not 1 <= patch <= clean.shape[0]:
+        raise ValueError(f"image-patches: patch must be between 1 and the image's side, {clean.shape[0]} pixels of "
+                         f"{IMAGES[image][0].path}, got {patch}")
     if size:
         if not patch <= size <= clean.shape[0]:
             raise ValueError(f"image-patches: size must be between {patch} and {clean.shape[0]}, got {size}")
