@@ -81,22 +81,42 @@ def paper_of(source: str) -> str:
     return f"{found.group(1).strip()} ({found.group(2)})" if found else (source.split(",")[0].strip() or "(no source)")
 
 
+#: A reading of a claim on another metric (:func:`svibench.claims.schema.with_readings`): "ID [METRIC]".
+READING = re.compile(r"^(?P<id>.+) \[(?P<metric>[^\]]+)\]$")
+
+
 def distinct_claims(entries: list[dict[str, Any]], ledger: str = "claim") -> list[dict[str, Any]]:
-    """One record per distinct claim (a study's claim id, whatever the scales it was judged at): its paper, id and
-    verdict at each scale."""
+    """One record per distinct claim (a study's claim id, whatever the scales and the readings of its metric it was
+    judged at): its paper, id and verdict at each scale; a reading's verdict follows the claim's, with its metric
+    ("mixed; psnr_fit: not reproduced")."""
     out: dict[tuple[str, str], dict[str, Any]] = {}
+    readings: list[tuple[tuple[str, str], str, str, str]] = []
     for e in entries:
         scale = e.get("scale") or "default"
         for c in (c for c in e["claims"] if c.get("ledger", "claim") == ledger):
-            key = (e["folder"].split("/")[0], c["id"])
-            record = out.setdefault(key, {"study": key[0], "id": c["id"], "paper": paper_of(c.get("source", "")),
-                                          "verdicts": {}})
+            study, reading = e["folder"].split("/")[0], READING.match(c["id"])
+            if reading:
+                readings.append(((study, reading["id"]), scale, reading["metric"], c["verdict"]))
+                continue
+            record = out.setdefault((study, c["id"]), {"study": study, "id": c["id"],
+                                                      "paper": paper_of(c.get("source", "")), "verdicts": {},
+                                                      "readings": {}})
             record["verdicts"][scale] = c["verdict"]
+    for key, scale, metric, verdict in readings:
+        if key in out:
+            out[key]["readings"].setdefault(scale, []).append(f"{metric}: {verdict}")
     return sorted(out.values(), key=lambda r: (r["paper"], r["study"], r["id"]))
 
 
+def _cell(claim: dict[str, Any], scale: str) -> str:
+    """A claim's verdict at ``scale``, with its other readings' verdicts."""
+    verdict = claim["verdicts"].get(scale, "—")
+    return "; ".join([verdict, *claim.get("readings", {}).get(scale, [])])
+
+
 def _tally(entries: list[dict[str, Any]], ledger: str = "claim") -> str:
-    """How many distinct claims (a claim judged at two scales counts once), and their verdicts at each scale."""
+    """How many distinct claims (a claim judged at two scales, or on two readings of its metric, counts once), and
+    their verdicts at each scale (a claim's own, not its other readings')."""
     claims = distinct_claims(entries, ledger)
     if not claims:
         return "none"
@@ -114,7 +134,7 @@ def _tally_table(entries: list[dict[str, Any]]) -> tuple[list[str], list[list[st
     claims = distinct_claims(entries)
     scales = sorted({s for c in claims for s in c["verdicts"]}, key=lambda s: (s != "default", s))
     header = ["paper", "study", "claim"] + [f"{s} scale" for s in scales]
-    return header, [[c["paper"], c["study"], c["id"]] + [c["verdicts"].get(s, "—") for s in scales] for c in claims]
+    return header, [[c["paper"], c["study"], c["id"]] + [_cell(c, s) for s in scales] for c in claims]
 
 
 def _kind(claim: dict[str, Any]) -> str:

@@ -210,6 +210,20 @@ def test_the_tally_counts_a_claim_judged_at_two_scales_once_with_both_verdicts(t
     assert "- **too few units**:" in text  # every verdict word is defined
 
 
+def test_the_tally_counts_a_claim_judged_on_two_readings_once_with_both_verdicts(tmp_path):
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "study.toml").write_text('[study]\nname = "s"\n')
+    claims = [{"id": "c", "source": "Shah et al. (2015), §5.2", "verdict": "mixed", "evidence": []},
+              {"id": "c [psnr_fit]", "source": "Shah et al. (2015), §5.2", "verdict": "not reproduced", "evidence": []}]
+    (folder / "claims.json").write_text(json.dumps({"study": "s", "git_commit": "abc", "scale": "default", "claims": claims}))
+    html, md = write_index(tmp_path)
+    text = md.read_text()
+    assert "Paper claims: 1 distinct; at the default scale (1): 1 mixed." in text
+    assert "| Shah et al. (2015) | s | c | mixed; psnr_fit: not reproduced |" in text
+    assert '<td class="v-part">mixed; psnr_fit: not reproduced</td>' in html.read_text()
+
+
 @pytest.mark.slow
 def test_regenerate_at_a_scale_writes_its_own_report_folder_on_dask_and_the_index_lists_both(tmp_path, committed_study):
     from svibench.regenerate import regenerate
