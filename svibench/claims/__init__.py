@@ -160,7 +160,7 @@ def _judge_one(claim: Claim, ev: Evidence) -> Verdict:
     return Verdict(claim, verdict, reason, table, chosen)
 
 
-def _magnitudes(verdicts: list[Verdict]) -> list[Verdict]:
+def _magnitudes(verdicts: list[Verdict], ev: Evidence) -> list[Verdict]:
     """A value claim judged on several readings of its metric: each verdict says which reading the paper's
     numbers are closest to (the median over its rows of the relative distance of the median run)."""
     families: dict[str, list[int]] = {}
@@ -169,7 +169,7 @@ def _magnitudes(verdicts: list[Verdict]) -> list[Verdict]:
             families.setdefault(v.claim.paper_id, []).append(i)
     out = list(verdicts)
     for members in (m for m in families.values() if len(m) > 1):
-        distance = {verdicts[i].claim.metric or "the [[paper]] rows' metric": float(pd.to_numeric(verdicts[i].units["number"]).replace(
+        distance = {verdicts[i].claim.metric or _rows_metric(verdicts[i].claim, ev): float(pd.to_numeric(verdicts[i].units["number"]).replace(
             [float("inf"), -float("inf")], float("nan")).median()) for i in members}
         known = {m: d for m, d in distance.items() if d == d}
         if not known:
@@ -177,12 +177,17 @@ def _magnitudes(verdicts: list[Verdict]) -> list[Verdict]:
         closest = min(known, key=known.get)
         said = ("; readings, median relative distance to the paper's rows: "
                 + ", ".join(f"{m} {d:.2g}" for m, d in known.items())
-                + f": the paper's magnitudes match {closest}")
+                + f": the paper's magnitudes are closest to {closest}")
         for i in members:
             out[i] = replace(verdicts[i], reason=verdicts[i].reason + said)
     return out
 
 
+def _rows_metric(claim: Claim, ev: Evidence) -> str:
+    """The metric(s) a value claim's own [[paper]] rows name."""
+    return ", ".join(sorted({r["metric"] for r in ev.paper if r.get("claim") == claim.paper_id}))
+
+
 def judge(claims: list[Claim], evidence: Evidence) -> list[Verdict]:
     """Every claim's verdict (pure: reads ``evidence`` only)."""
-    return _magnitudes([_judge_one(claim, evidence) for claim in claims])
+    return _magnitudes([_judge_one(claim, evidence) for claim in claims], evidence)

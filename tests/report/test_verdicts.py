@@ -437,7 +437,7 @@ def test_a_faster_method_that_diverges_after_reaching_the_target_loses_the_unit(
 
 def test_a_claim_is_judged_on_every_reading_of_its_metric_and_says_which_the_paper_matches():
     """The paper's rows (value 0.5) are on the scale of ``loss`` (0.5), not of ``elbo`` (−100): both readings are
-    judged, as two verdicts, and each says that the magnitudes match ``loss``."""
+    judged, as two verdicts, and each says that the magnitudes are closest to ``loss``."""
     runs = [run("A", s, [-10, -100.0], problem=q, loss=[1.0, 0.5, 0.5, 0.5]) for q in PROBLEMS for s in range(3)]
     paper = [{"claim": "c", "problem": q, "algorithm": "A", "metric": "elbo", "value": 0.5} for q in PROBLEMS]
     table = {"id": "c", "source": "paper", "kind": "value", "readings": ["loss"], "comparable": True,
@@ -446,5 +446,5 @@ def test_a_claim_is_judged_on_every_reading_of_its_metric_and_says_which_the_pap
     assert [c.id for c in claims] == ["c", "c [loss]"] and claims[1].metric == "loss"
     on_elbo, on_loss = judge(claims, Evidence(results(runs), INFO, paper=paper))
     assert on_elbo.verdict == "not reproduced" and on_loss.verdict == "reproduced"
-    assert all("the paper's magnitudes match loss" in v.reason for v in (on_elbo, on_loss))
+    assert all("elbo 2e+02, loss 0: the paper's magnitudes are closest to loss" in v.reason for v in (on_elbo, on_loss))
 
