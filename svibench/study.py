@@ -380,8 +380,9 @@ def _parse_budget(table: Any, overrides: dict[str, Any], own: dict[str, Any] | N
 
 def _parse_until(table: Any, where: str) -> UntilConverged | None:
     """``until_converged = { metric, tolerance, window = 0.1, least = 5 }``: stop a run once the metric levels off
-    (:class:`svibench.spec.UntilConverged`); the budget's limits are its cap."""
-    if table is None:
+    (:class:`svibench.spec.UntilConverged`); the budget's limits are its cap.  ``false`` (e.g. in a scale whose
+    runs must reach the paper's iteration count) turns off a rule set elsewhere."""
+    if table is None or table is False:
         return None
     _check_keys(_table(table, where), UNTIL_KEYS, where)
     if not isinstance(table.get("metric"), str) or "tolerance" not in table:

@@ -53,6 +53,14 @@ def test_the_rule_reads_the_last_window_of_checkpoints_and_needs_a_few():
     assert not rule.reached(moving)
 
 
+def test_a_scale_can_turn_the_rule_off():
+    """A scale whose runs must reach the paper's iteration count says until_converged = false."""
+    text = STUDY.format(until='until_converged = { metric = "elbo", tolerance = 1e-6 }')
+    text += "[scales.paper]\nbudget = { until_converged = false }\n"
+    (spec,) = parse_study(tomllib.loads(text), scale="paper").runs
+    assert spec.budget.until is None and spec.budget.iterations == 400
+
+
 def test_a_plain_budget_keeps_its_run_ids():
     assert "until" not in Budget(iterations=10).key() and "until" in Budget(10, until=UntilConverged("elbo", 1e-3)).key()
 
