@@ -24,11 +24,10 @@ import numpy as np
 import xarray as xr
 
 from .metrics import Metric
-from .status import OK, is_ok
+from .status import is_ok
 from .results import metric_info, open_results
 
-__all__ = ["BLOWUP", "OK", "is_ok", "check_row", "recorded", "healthy_until", "statuses", "apply", "open_judged"]
-
+__all__ = ["BLOWUP", "check_row", "recorded", "healthy_until", "statuses", "apply", "open_judged"]
 
 #: How many times its initial distance from zero (at least 1) an objective may worsen before the run counts as
 #: blown up.

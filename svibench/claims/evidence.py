@@ -18,6 +18,7 @@ import xarray as xr
 
 from .. import health
 from ..metrics import DERIVED, Metric
+from ..status import is_ok
 from .schema import Claim
 from .convergence import unconverged
 from ..settings import Target
@@ -153,7 +154,7 @@ class Evidence:
         return self.runs.at[r, "status"] == "diverged"
 
     def _selected(self, judged: bool) -> pd.Series:
-        return self.runs["status"].isin(JUDGED) if judged else health.is_ok(self.runs["status"])
+        return self.runs["status"].isin(JUDGED) if judged else is_ok(self.runs["status"])
 
     # -- values
     def trajectory(self, r: int, metric: str, axis: str) -> tuple[np.ndarray, np.ndarray]:
@@ -199,7 +200,7 @@ class Evidence:
     def best_final(self, problem: str, metric: str, labels: list[str] | None = None) -> float:
         """The best final value of ``metric`` over the healthy ok runs on ``problem``: of ``labels``, or of every
         algorithm."""
-        at = (self.runs["problem"] == problem) & health.is_ok(self.runs["status"])
+        at = (self.runs["problem"] == problem) & is_ok(self.runs["status"])
         rows = self.runs.index[at & self.runs["label"].isin(labels) if labels is not None else at]
         values = [self.value_at(int(r), metric, "final") for r in rows]
         values = [v for v in values if math.isfinite(v)]
