@@ -52,7 +52,7 @@ label, which is a declared variant and so needs ``variants_why``.  ``readings``
 claim's ``metric`` or a value claim's rows' metric, e.g. PSNR against the clean image or on the observed
 pixels): the claim is also judged on each, as ``ID [METRIC]``, so that no
 reading of an ambiguous metric is picked silently; a value claim's verdicts say
-which reading the paper's magnitudes match.
+which reading the paper's magnitudes are closest to.
 
 A ``[[reference]]`` gives a problem's best known value of a metric (f*), with
 how it was obtained; the suboptimality figures measure distance to it::
