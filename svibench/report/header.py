@@ -27,6 +27,12 @@ class Header:
     facts: list[tuple[str, str]] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
 
+    @property
+    def run_line(self) -> str:
+        """The line under the title: the study, the svibench version and when the results were written."""
+        facts = dict(self.facts)
+        return " · ".join(facts[k] for k in ("study", "svibench", "results written") if k in facts)
+
 
 def _description(manifest: dict[str, Any]) -> str:
     try:

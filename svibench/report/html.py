@@ -11,9 +11,12 @@ from .header import Header
 from .tables import Details, Prose, Table
 from .jinja import templates
 
-__all__ = ["render_html", "Section"]
+__all__ = ["render_html", "Section", "SECTION_TESTS"]
 
 Section = tuple[str, list[Table | Prose | ReportFigure]]
+#: The Jinja tests that tell a section's parts apart, for every template that renders sections.
+SECTION_TESTS = {"table": lambda x: isinstance(x, Table), "prose": lambda x: isinstance(x, Prose),
+                 "details": lambda x: isinstance(x, Details), "figure": lambda x: isinstance(x, ReportFigure)}
 
 #: Background colour of each claim verdict.
 VERDICT_CLASS = {"reproduced": "v-yes", "partly": "v-part", "not reproduced": "v-no", "not comparable": "v-nc",
@@ -59,8 +62,7 @@ def _anchor(title: str) -> str:
 
 ENVIRONMENT = templates(
     filters={"anchor": _anchor, "b64": lambda png: base64.b64encode(png).decode("ascii")},
-    tests={"table": lambda x: isinstance(x, Table), "prose": lambda x: isinstance(x, Prose),
-           "details": lambda x: isinstance(x, Details), "figure": lambda x: isinstance(x, ReportFigure)},
+    tests=SECTION_TESTS,
     globals={"cell_class": _cell_class, "css": Markup(CSS)},
 )
 
@@ -69,6 +71,5 @@ def render_html(header: Header, sections: list[Section]) -> str:
     """The whole page as a string (``templates/report.html.j2``): title, one line on the run, the sections (the
     first with its figures to the right of its tables, so that the ranking, the verdicts and a figure are seen
     without scrolling), then the full header facts."""
-    facts = dict(header.facts)
-    run_line = " · ".join(facts[k] for k in ("study", "svibench", "results written") if k in facts)
-    return ENVIRONMENT.get_template("report.html.j2").render(header=header, sections=sections, run_line=run_line)
+    return ENVIRONMENT.get_template("report.html.j2").render(header=header, sections=sections,
+                                                             run_line=header.run_line)
