@@ -21,7 +21,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from svibench.data import DataError, DataFile, Dataset, dataset, fetch
 
-__all__ = ["IMAGES", "read_image", "extract_patches", "assemble_patches", "image_patches"]
+__all__ = ["IMAGES", "read_image", "extract_patches", "assemble_patches", "tiling", "image_patches"]
 
 _COMMIT = "e93b27812d3ff523a3a79d19e5e50d233d7a8d0a"
 
@@ -63,18 +63,44 @@ def extract_patches(image: np.ndarray, patch: int) -> np.ndarray:
     return windows.reshape(-1, patch * patch).copy()
 
 
-def assemble_patches(patches: np.ndarray, shape: tuple[int, int], patch: int) -> np.ndarray:
-    """Inverse of :func:`extract_patches` by averaging: each pixel is the mean of the patches covering it."""
+def assemble_patches(patches: np.ndarray, shape: tuple[int, int], patch: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """Inverse of :func:`extract_patches` by averaging: each pixel is the mean of the patches covering it.
+
+    ``rows``: the indices (into :func:`extract_patches`'s order) of the patches given, when ``patches`` holds only
+    those (e.g. a :func:`tiling`); each pixel is then the mean of the given patches covering it, NaN where none does.
+    """
     H, W = shape
     nh, nw = H - patch + 1, W - patch + 1
-    blocks = patches.reshape(nh, nw, patch, patch)
     total = np.zeros(shape)
     count = np.zeros(shape)
-    for u in range(patch):
-        for v in range(patch):
-            total[u:u + nh, v:v + nw] += blocks[:, :, u, v]
-            count[u:u + nh, v:v + nw] += 1.0
-    return total / count
+    if rows is None:
+        blocks = patches.reshape(nh, nw, patch, patch)
+        for u in range(patch):
+            for v in range(patch):
+                total[u:u + nh, v:v + nw] += blocks[:, :, u, v]
+                count[u:u + nh, v:v + nw] += 1.0
+    else:
+        top, left = np.divmod(np.asarray(rows), nw)
+        blocks = patches.reshape(-1, patch, patch)
+        for u in range(patch):
+            for v in range(patch):
+                np.add.at(total, (top + u, left + v), blocks[:, u, v])
+                np.add.at(count, (top + u, left + v), 1.0)
+    with np.errstate(invalid="ignore"):
+        return total / count
+
+
+def tiling(shape: tuple[int, int], patch: int, rng: np.random.Generator) -> np.ndarray:
+    """The indices (in :func:`extract_patches`'s order) of a seeded tiling: patches every ``patch`` pixels from a random
+    offset in each direction, plus the first and last patch positions, so every pixel is covered (by one to four
+    patches) with about 1/patch² of the patches.  An evaluation subset for BPFA (``eval_patches = "tiling"``)."""
+    H, W = shape
+    nh, nw = H - patch + 1, W - patch + 1
+    starts = []
+    for n in (nh, nw):
+        offset = int(rng.integers(min(patch, n)))
+        starts.append(np.unique(np.r_[0, np.arange(offset, n, patch), n - 1]))
+    return (starts[0][:, None] * nw + starts[1][None, :]).ravel()
 
 
 @dataset("image-patches", kind="images", description="a test image as overlapping 8×8 patches, for inpainting or denoising (BPFA §5.2)",

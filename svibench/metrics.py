@@ -69,6 +69,10 @@ class Metric:
         Shown by default (figures, the final-metrics table, the console): one of the model's ``primary`` metrics
         (at most :data:`MAX_PRIMARY`: its objective, a predictive and its task metric).  The others stay in the
         results and show with ``[report] plot`` or ``svibench report --metrics all``.
+    tracked_by : str
+        For a metric a model computes at the last checkpoint only (on the whole data, :meth:`Model.evaluate_final`):
+        the metric that estimates it at every checkpoint (on an evaluation subset).  Whether a run had converged on
+        it is read from that one's trajectory.  Empty: the metric has its own trajectory.
     """
 
     name: str
@@ -80,6 +84,7 @@ class Metric:
     high: float = math.inf
     description: str = ""
     primary: bool = False
+    tracked_by: str = ""
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
@@ -117,7 +122,7 @@ class Metric:
         low, high = data.get("low"), data.get("high")
         return cls(data["name"], data["direction"], data["kind"], data.get("unit", ""), bool(data.get("rankable", True)),
                    -math.inf if low is None else float(low), math.inf if high is None else float(high),
-                   data.get("description", ""), bool(data.get("primary", False)))
+                   data.get("description", ""), bool(data.get("primary", False)), data.get("tracked_by", ""))
 
 
 def metric_table(*metrics: Metric) -> dict[str, Metric]:
@@ -148,6 +153,10 @@ def check_declaration(model_cls: type) -> dict[str, Metric]:
     bare = [key for key, m in table.items() if not isinstance(m, Metric) or m.name != key]
     if bare:
         raise MetricError(f"model {name!r}: metric {bare[0]!r} has no metadata (a Metric named {bare[0]!r}); {HOW_TO_DECLARE}")
+    orphan = [key for key, m in table.items() if m.tracked_by and (m.tracked_by not in table or m.tracked_by == key)]
+    if orphan:
+        raise MetricError(f"model {name!r}: metric {orphan[0]!r} is tracked_by {table[orphan[0]].tracked_by!r}, which is "
+                          "not another of its metrics; name the metric that estimates it at every checkpoint")
     answer = getattr(model_cls, "answer", "")
     answers = [key for key, m in table.items() if m.kind in ("objective", "task")]
     if answer not in answers:

@@ -94,6 +94,13 @@ class Model:
         """
         raise NotImplementedError
 
+    def evaluate_final(self, posterior: Any, rng: np.random.Generator) -> dict[str, float]:
+        """Metrics computed once, at a run's last checkpoint, added to that checkpoint's row: those a model's
+        ``evaluate`` estimates on an evaluation subset at every checkpoint and measures on the whole data only at
+        the end, because the whole data costs more than the run (BPFA's ``eval_patches = "tiling"``).  Each is
+        declared with ``tracked_by`` naming its per-checkpoint estimate.  Default: none."""
+        return {}
+
 
 def evaluate_posterior(model: Model, posterior: Any, rng: np.random.Generator) -> dict[str, float]:
     """``model.evaluate(posterior, rng)``, after checking that ``model`` takes a posterior of that type

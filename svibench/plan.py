@@ -4,12 +4,13 @@ A study's runs are the sweep's own (:attr:`~svibench.study.Study.runs`, the expa
 They are grouped by algorithm point and problem, since the seeds of a group cost the same, and each group's
 CPU seconds per run are estimated as::
 
-    warm-up + init + steps × (CPU s per step) + evaluations × (CPU s per evaluation)
+    warm-up + init + steps × (CPU s per step) + evaluations × (CPU s per evaluation) + the last evaluation's extra
 
 ``steps`` is the fewest steps that exhaust the run's budget (its iterations, its epochs over the epochs a step
 covers, its seconds over the seconds a step takes).  The algorithm's part (init and steps) stops at the budget's
 seconds, and the whole run at its time limit.  ``evaluations`` counts the checkpoints the run reaches, with
-iteration 0.  The rates come from a timed first checkpoint, a *probe*: the runner itself
+iteration 0; the last one's extra is what a model measures only there (``Model.evaluate_final``, e.g. BPFA's
+whole image where its checkpoints read a tiling).  The rates come from a timed first checkpoint, a *probe*: the runner itself
 (:func:`svibench.runner.execute`, warm-up included) on the group's algorithm and problem, with a budget of at most
 :data:`PROBE_STEPS` steps or :data:`PROBE_SECONDS` CPU seconds and two checkpoints, on the probing process's CPU
 clock.  On N workers the probes run in N processes at once (:func:`plan_studies`), as the runs would.
@@ -50,8 +51,9 @@ PROBE_SECONDS = 0.25
 @dataclass(frozen=True)
 class Probe:
     """CPU seconds of a probe's parts: ``warm_up``, ``init``, one step, one evaluation (with the run's fixed
-    overhead), the epochs one step covers, the steps timed, and whether the probe ended ``diverged`` (its run, on
-    the same seed, would end there too; the estimate is then an upper bound)."""
+    overhead), the epochs one step covers, the steps timed, whether the probe ended ``diverged`` (its run, on
+    the same seed, would end there too; the estimate is then an upper bound), and the last evaluation's extra
+    (``Model.evaluate_final``)."""
 
     warm_up: float
     init: float
@@ -60,6 +62,7 @@ class Probe:
     epochs_per_step: float
     steps: int
     diverged: bool = False
+    final_evaluation: float = 0.0
 
 
 def probe(spec: RunSpec) -> Probe:
@@ -76,9 +79,9 @@ def probe(spec: RunSpec) -> Probe:
     if ds.attrs["status"] not in ("ok", "diverged") or ds.sizes["checkpoint"] < 2:
         raise RuntimeError(f"the probe ended {ds.attrs['status']}: {ds.attrs['message']}")
     done, init, algorithm = int(ds["iteration"][-1]), float(ds["time"][0]), float(ds["time"][-1])
-    warm = float(ds.attrs["warmup_seconds"])
-    return Probe(warm, init, (algorithm - init) / done, max(0.0, cpu - warm - algorithm) / ds.sizes["checkpoint"],
-                 float(ds["epoch"][-1]) / done, done, ds.attrs["status"] == "diverged")
+    warm, final = float(ds.attrs["warmup_seconds"]), float(ds.attrs["final_evaluation_cpu"])
+    return Probe(warm, init, (algorithm - init) / done, max(0.0, cpu - warm - algorithm - final) / ds.sizes["checkpoint"],
+                 float(ds["epoch"][-1]) / done, done, ds.attrs["status"] == "diverged", final)
 
 
 def evaluations(spec: RunSpec, steps: int, p: Probe) -> int:
@@ -104,7 +107,7 @@ def run_seconds(spec: RunSpec, p: Probe) -> tuple[float, bool]:
     algorithm = p.init + steps * p.per_step
     binds = budget.seconds is not None and algorithm >= budget.seconds
     algorithm = min(algorithm, budget.seconds) if binds else algorithm
-    total = p.warm_up + algorithm + evaluations(spec, steps, p) * p.per_evaluation
+    total = p.warm_up + algorithm + evaluations(spec, steps, p) * p.per_evaluation + p.final_evaluation
     return (min(total, spec.timeout) if spec.timeout is not None else total), binds
 
 
@@ -148,7 +151,9 @@ def _group(runs: list[RunSpec], measure: Callable[[RunSpec], Probe]) -> GroupPla
     except Exception as exc:  # data unavailable, a probe that fails: say so, estimate the rest
         return _unestimated(runs, exc)
     how = "seconds budget" if binds else f"probe: {p.steps} step(s) at {p.per_step:.3g} s"
-    how += f", evaluation {p.per_evaluation:.3g} s" + ("; the probe diverged: the runs may end early" if p.diverged else "")
+    how += f", evaluation {p.per_evaluation:.3g} s"
+    how += f" (the last +{p.final_evaluation:.3g} s)" if p.final_evaluation else ""
+    how += "; the probe diverged: the runs may end early" if p.diverged else ""
     return GroupPlan(first.label, first.problem.name, runs, seconds, how)
 
 

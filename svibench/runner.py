@@ -4,7 +4,8 @@ Algorithm time is CPU seconds of the run's process (:mod:`svibench.clock`,
 BLAS/OpenMP limited to one thread) spent in ``init`` and ``step`` only, so load
 on the machine does not move it; the wall seconds of the same intervals are
 kept beside it (``wall_time``).  The clocks are stopped while the model
-evaluates the posterior.  Before they start, :func:`warm_up` runs a throwaway
+evaluates the posterior (at each checkpoint, and once more at the last for the
+metrics a model measures only there: ``Model.evaluate_final``).  Before they start, :func:`warm_up` runs a throwaway
 copy of the algorithm for one step, so compilation (numba) and first-call costs
 stay out of the trajectory (``warmup_seconds``).  Randomness comes from Generators derived
 from (seed, problem): the algorithm's stream and the evaluation's stream are
@@ -88,6 +89,7 @@ class _Trajectory:
         self.metrics: dict[str, Metric] = {}
         self.answer = ""
         self.evaluation_seconds = self.accuracy_seconds = 0.0
+        self.final_cpu = 0.0
         self.first: dict[str, float] = {}
         self.scorer, self.reference = None, ""
 
@@ -113,17 +115,30 @@ class _Trajectory:
             values.update(self.scorer(model, posterior))
             self.accuracy_seconds += time.perf_counter() - t_accuracy
         self.evaluation_seconds += time.perf_counter() - t_eval
+        self.rows.append({"iteration": iteration, "epoch": epoch, "time": algorithm_seconds, "wall_time": wall_seconds})
+        self._add(model, values)
+
+    def finish(self, model: Model, alg: Algorithm, rng: np.random.Generator) -> None:
+        """Add the model's last-checkpoint-only metrics (:meth:`Model.evaluate_final`) to the last row."""
+        t_eval, cpu = time.perf_counter(), time.process_time()
+        values = model.evaluate_final(alg.posterior(), rng)
+        self.evaluation_seconds += time.perf_counter() - t_eval
+        if values:
+            self.final_cpu = time.process_time() - cpu
+            self._add(model, values)
+
+    def _add(self, model: Model, values: dict[str, float]) -> None:
+        """Put ``values`` in the last row; raise :class:`Diverged` when they are unhealthy."""
         unknown = set(values) - set(self.metrics)
         if unknown:
             raise ValueError(f"model {model.name!r} returned metrics it does not declare: {sorted(unknown)}; {HOW_TO_DECLARE}")
-        self.rows.append({"iteration": iteration, "epoch": epoch, "time": algorithm_seconds, "wall_time": wall_seconds,
-                          **values})
+        self.rows[-1].update(values)
         for name, value in values.items():
             if np.isfinite(value):
                 self.first.setdefault(name, value)
         why = health.check_row(self.metrics, self.first, values)
         if why:
-            raise Diverged(f"{why} at iteration {iteration}")
+            raise Diverged(f"{why} at iteration {self.rows[-1]['iteration']}")
 
     def ends_at(self, iteration: int) -> bool:
         return bool(self.rows) and self.rows[-1]["iteration"] == iteration
@@ -159,7 +174,8 @@ def execute(
         status, message, tb = "failed", f"{type(exc).__name__}: {exc}{_where(exc)}", traceback.format_exc()
     return to_dataset(spec, trajectory.rows, trajectory.metrics, status, message, tb,
                       wall_seconds=time.monotonic() - started, evaluation_seconds=trajectory.evaluation_seconds,
-                      accuracy_seconds=trajectory.accuracy_seconds, answer=trajectory.answer, reference=trajectory.reference, **timing.attrs())
+                      accuracy_seconds=trajectory.accuracy_seconds, final_evaluation_cpu=trajectory.final_cpu,
+                      answer=trajectory.answer, reference=trajectory.reference, **timing.attrs())
 
 
 def warm_up(alg: Algorithm, model: Model) -> None:
@@ -226,6 +242,10 @@ def _loop(spec: RunSpec, trajectory: _Trajectory, model: Model, alg: Algorithm, 
         rng = np.random.default_rng(eval_seeds.spawn(1)[0])
         trajectory.record(model, alg, rng, iteration, epoch, watch.cpu, watch.wall)
 
+    def finish(status: str, message: str) -> tuple[str, str]:
+        trajectory.finish(model, alg, np.random.default_rng(eval_seeds.spawn(1)[0]))
+        return status, message
+
     watch.start()
     alg.init(model, np.random.default_rng(alg_seeds))
     watch.stop()
@@ -244,13 +264,13 @@ def _loop(spec: RunSpec, trajectory: _Trajectory, model: Model, alg: Algorithm, 
         if schedule.due(iteration, epoch, watch.cpu) or done:
             evaluate(iteration, epoch)
             if not done and spec.budget.until is not None and spec.budget.until.reached(trajectory.rows):
-                return "ok", f"converged at iteration {iteration}: {spec.budget.until.describe()}"
+                return finish("ok", f"converged at iteration {iteration}: {spec.budget.until.describe()}")
         if done:
-            return "ok", ""
+            return finish("ok", "")
         if spec.timeout is not None and time.monotonic() - started > spec.timeout:
             if not trajectory.ends_at(iteration):
                 evaluate(iteration, epoch)
-            return "timeout", f"run exceeded its time limit of {spec.timeout:g} s at iteration {iteration}"
+            return finish("timeout", f"run exceeded its time limit of {spec.timeout:g} s at iteration {iteration}")
 
 
 def _chunk(spec: RunSpec, schedule: _Schedule, alg: Algorithm, iteration: int, epoch: float, seconds: float) -> int:
@@ -274,6 +294,7 @@ def to_dataset(
     wall_seconds: float = float("nan"),
     evaluation_seconds: float = float("nan"),
     accuracy_seconds: float = float("nan"),
+    final_evaluation_cpu: float = float("nan"),
     answer: str = "",
     warmup_seconds: float = float("nan"),
     blas_threads: float = float("nan"),
@@ -286,7 +307,8 @@ def to_dataset(
     model's :meth:`~svibench.model.Model.metric_info` on its data, ``answer``), so that reports
     read them instead of parsing names.  ``wall_seconds``: the whole run, wall clock;
     ``evaluation_seconds``: evaluation, wall clock, of which ``accuracy_seconds`` scoring q against a reference
-    posterior (0 without one); ``warmup_seconds``: :func:`warm_up`, CPU
+    posterior (0 without one); ``final_evaluation_cpu``: CPU seconds of the last checkpoint's
+    :meth:`~svibench.model.Model.evaluate_final` (0 where it returns nothing); ``warmup_seconds``: :func:`warm_up`, CPU
     seconds (NaN: no warm-up); ``blas_threads``: the largest BLAS/OpenMP pool in force during
     the run (1 when pinned); ``reference``: the reference posterior that scored its accuracy metrics, or why
     there is none (:func:`svibench.reference.attach.scorer_for`).
@@ -319,6 +341,7 @@ def to_dataset(
         wall_seconds=wall_seconds,
         evaluation_seconds=evaluation_seconds,
         accuracy_seconds=accuracy_seconds,
+        final_evaluation_cpu=final_evaluation_cpu,
         metric_info=table_json(metrics),
         answer=answer,
         warmup_seconds=warmup_seconds,

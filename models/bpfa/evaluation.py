@@ -59,22 +59,23 @@ def _local_draws(view: GlobalMoments, Y, M, approx: LocalApprox, n_draws: int, r
 
 
 def predictive_chunks(posterior: ConjugatePosterior | ChainState, Y: np.ndarray, M: np.ndarray, n_draws: int,
-                      rng: np.random.Generator,
-                      chunk: int = 1024) -> Iterator[tuple[slice, np.ndarray, np.ndarray, float]]:
-    """Yield (rows, means (n_draws, n, D), γ_obs draws (n_draws,), local ELBO sum or NaN) per chunk of rows.
+                      rng: np.random.Generator, chunk: int = 1024,
+                      subset: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, float]]:
+    """Yield (row indices, means (n_draws, n, D), γ_obs draws (n_draws,), local ELBO sum or NaN) per chunk of the
+    rows ``subset`` (sorted indices; None: every row).
 
     The local ELBO (eq. 9 with all constants) is summed only for mean-field
     locals given E_q[β] — the case where the full ELBO is tractable.
     """
-    N = Y.shape[0]
+    order = np.arange(Y.shape[0]) if subset is None else np.asarray(subset)
     if isinstance(posterior, ChainState):
         view = None
     else:
         approx, fitted = posterior.approx, posterior.local_q
         draws = [sampled_view(posterior.lam, rng) for _ in range(n_draws)]
         view = None if posterior.view == "sampled" else expected_view(posterior.lam)
-    for start in range(0, N, chunk):
-        rows = slice(start, min(N, start + chunk))
+    for start in range(0, order.size, chunk):
+        rows = order[start:start + chunk]
         y, m = Y[rows], M[rows]
         elbo = np.nan
         if isinstance(posterior, ChainState):

@@ -15,11 +15,13 @@ is :func:`svibench.plateau.window_ends`'s, the same one a study's ``until_conver
 from __future__ import annotations
 
 import math
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..metrics import Metric
 from ..plateau import window_ends
 from ..status import is_ok
 
@@ -32,10 +34,14 @@ LAST_FRACTION = 0.1
 NOISE_WIDTH = 2 * math.sqrt(2)
 
 
-def unconverged(ds: xr.Dataset, metric: str, tolerance: float, window: float = LAST_FRACTION) -> np.ndarray:
+def unconverged(ds: xr.Dataset, metric: str, tolerance: float, window: float = LAST_FRACTION,
+                info: Mapping[str, Metric] | None = None) -> np.ndarray:
     """Per run: whether ``metric`` changed over the last ``window`` of its checkpoints by more than
     ``tolerance`` × |final| and by more than :data:`NOISE_WIDTH` × the seed-to-seed spread of its label's final
-    values on its problem (the module docstring)."""
+    values on its problem (the module docstring).  A metric measured at the last checkpoint only is read from the
+    metric that tracks it at every checkpoint (``Metric.tracked_by`` in ``info``)."""
+    if info is not None and metric in info and info[metric].tracked_by:
+        metric = info[metric].tracked_by
     out = np.zeros(ds.sizes["run"], dtype=bool)
     if metric not in ds:
         return out

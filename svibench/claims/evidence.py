@@ -212,7 +212,8 @@ class Evidence:
         """Per run: whether ``metric`` still moved over its last checkpoints (the report's † rule,
         :func:`svibench.claims.convergence.unconverged`)."""
         if metric not in self._unconverged:  # every unit of every claim asks: computed once per metric
-            self._unconverged[metric] = unconverged(self.ds, metric, self.converged_tolerance, self.converged_window)
+            self._unconverged[metric] = unconverged(self.ds, metric, self.converged_tolerance, self.converged_window,
+                                                     self.info)
         return self._unconverged[metric]
 
     # -- tolerances

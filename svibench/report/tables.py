@@ -212,7 +212,8 @@ def paper_comparison(ds: xr.Dataset, paper: list[dict[str, Any]], verdicts: dict
     finals = final_values(ds)
     ok = finals[is_ok(finals["status"])]
     rows, records, flagged = [], [], 0
-    flags = {m: unconverged(ds, m, tolerance, window) for m in {row["metric"] for row in paper}}
+    info = metric_info(ds)
+    flags = {m: unconverged(ds, m, tolerance, window, info) for m in {row["metric"] for row in paper}}
     for row in paper:
         problem, wanted, metric = row["problem"], row["algorithm"], row["metric"]
         published = float(row["value"])

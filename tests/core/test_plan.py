@@ -65,6 +65,8 @@ def test_the_estimate_of_a_run_is_its_parts_and_the_totals_add_up():
     # 4 s of algorithm time: init and 4 steps; checkpoints due at steps 1, 2, 3, then the end apart
     assert run_seconds(replace(run, budget=Budget(epochs=3, seconds=4.0)), FAKE) == (pytest.approx(1 + 4 + 5 * 0.1), True)
     assert run_seconds(replace(run, timeout=5.0), FAKE)[0] == 5.0  # the time limit ends the run
+    # a model that measures more at the last checkpoint (BPFA's whole image) adds it once
+    assert run_seconds(run, replace(FAKE, final_evaluation=7.0))[0] == pytest.approx(seconds + 7.0)
     plan = plan_study(s, lambda run: FAKE)
     assert plan.seconds == pytest.approx(sum(g.seconds * len(g.runs) for g in plan.groups))
     assert plan.seconds == pytest.approx(18 * seconds)

@@ -1,0 +1,106 @@
+"""BPFA's evaluation tiling: checkpoints estimate every metric on a seeded tiling of the image, and the last checkpoint
+measures the whole image's PSNRs exactly as evaluating every patch does."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from svibench.algorithms.svi import SVI
+from svibench.claims.convergence import unconverged
+from svibench.datasets.bpfa_synthetic import bpfa_synthetic
+from svibench.datasets.images import image_patches
+from svibench.metrics import Metric, MetricError, check_declaration, metric_table
+from svibench.models.bpfa import BPFA
+from svibench.runner import execute
+from svibench.spec import Budget, Checkpoints, ProblemSpec, RunSpec
+
+SMALL = {"features": 8, "predictive_samples": 2, "init_rows": 50, "init_sweeps": 2}
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    """A 24 × 24 crop (289 patches), MF-SSVI after 20 steps: the posterior, and the data."""
+    data = image_patches(image="house", size=24)
+    model = BPFA(data, **SMALL)
+    alg = SVI(batch_size=50, t0=0.0, local="mf", view="sampled")
+    alg.init(model, np.random.default_rng(0))
+    for _ in range(20):
+        alg.step()
+    return data, alg.posterior()
+
+
+def test_with_every_patch_evaluated_the_whole_image_psnrs_are_the_checkpoints(fitted):
+    data, posterior = fitted
+    model = BPFA(data, **SMALL)
+    values = model.evaluate(posterior, np.random.default_rng(1))
+    assert values["psnr_whole"] == values["psnr"] and values["psnr_fit_whole"] == values["psnr_fit"]
+    assert model.evaluate_final(posterior, np.random.default_rng(1)) == {}
+
+
+def test_the_last_checkpoint_measures_what_evaluating_every_patch_measures(fitted):
+    """Same posterior and evaluation stream: the tiling model's final PSNRs are bit for bit the all-patches model's;
+    its checkpoint estimate reads fewer patches (one to four per pixel), so it differs from them."""
+    data, posterior = fitted
+    every = BPFA(data, **SMALL).evaluate(posterior, np.random.default_rng(1))
+    tiled = BPFA(data, **SMALL, eval_patches="tiling")
+    final = tiled.evaluate_final(posterior, np.random.default_rng(1))
+    assert final == {"psnr_whole": every["psnr"], "psnr_fit_whole": every["psnr_fit"]}
+    estimate = tiled.evaluate(posterior, np.random.default_rng(1))
+    assert "psnr_whole" not in estimate and estimate["psnr"] != every["psnr"]
+    assert abs(estimate["psnr"] - every["psnr"]) < 3.0  # dB: the same image, fewer patches averaged
+    assert tiled.eval_rows.size < data.train["Y"].shape[0] / 4
+
+
+def test_the_tiling_is_one_fixed_subset_per_seed(fitted):
+    data, _ = fitted
+    a, b = (BPFA(data, **SMALL, eval_patches="tiling").eval_rows for _ in range(2))
+    assert np.array_equal(a, b)
+
+
+def test_a_tiling_needs_an_image_and_a_known_choice():
+    synthetic = bpfa_synthetic(n=50, dim=4, features=3, seed=0)
+    with pytest.raises(ValueError, match="eval_patches = 'tiling' needs image data"):
+        BPFA(synthetic, features=3, eval_patches="tiling")
+    with pytest.raises(ValueError, match="eval_patches must be 'all' or 'tiling', got 'some'"):
+        BPFA(synthetic, features=3, eval_patches="some")
+
+
+def _spec(budget: Budget, model_params: dict) -> RunSpec:
+    problem = ProblemSpec("bpfa/tiny", "bpfa", "image-patches", {**SMALL, **model_params}, {"image": "house", "size": 24})
+    return RunSpec("test", problem, "mf-svi", "mf-svi", {"batch_size": 50}, 0, budget, Checkpoints(count=4))
+
+
+@pytest.mark.parametrize("budget", [Budget(iterations=12), Budget(iterations=10_000, seconds=0.3)])
+def test_a_run_records_the_whole_image_psnrs_at_its_last_checkpoint_only(budget):
+    ds = execute(_spec(budget, {"eval_patches": "tiling"}))
+    assert ds.attrs["status"] == "ok"
+    whole = ds["psnr_whole"].values
+    assert np.isfinite(whole[-1]) and np.isnan(whole[:-1]).all()
+    assert np.isfinite(ds["psnr"].values).all() and np.isfinite(ds["psnr_fit_whole"].values[-1])
+
+
+def test_whether_a_run_converged_on_a_last_checkpoint_metric_is_read_from_its_tracker(fitted):
+    data, _ = fitted
+    ds = execute(_spec(Budget(iterations=12), {"eval_patches": "tiling"})).expand_dims("run")
+    ds = ds.assign_coords(problem=("run", ["p"]), label=("run", ["l"]))
+    info = BPFA(data, **SMALL, eval_patches="tiling").metric_info()
+    moving = unconverged(ds, "psnr", 1e-12, 0.5)
+    assert moving.all()  # 12 steps from a random start: still moving by more than 1e-12
+    assert np.array_equal(unconverged(ds, "psnr_whole", 1e-12, 0.5, info), moving)
+    assert not unconverged(ds, "psnr_whole", 1e-12, 0.5).any()  # one finite value: no trajectory of its own
+
+
+def test_a_tracker_must_be_another_metric_of_the_model():
+    class Bad:
+        name, answer = "bad", "a"
+        metrics = metric_table(Metric("a", "higher", "task"), Metric("b", "higher", "task", tracked_by="c"))
+
+    with pytest.raises(MetricError, match="metric 'b' is tracked_by 'c', which is not another of its metrics"):
+        check_declaration(Bad)
+
+
+def test_a_plan_counts_the_whole_image_once_beside_the_checkpoints():
+    from svibench.plan import probe
+
+    assert probe(_spec(Budget(iterations=12), {"eval_patches": "tiling"})).final_evaluation > 0
+    assert probe(_spec(Budget(iterations=12), {})).final_evaluation == 0
