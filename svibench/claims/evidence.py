@@ -223,11 +223,14 @@ class Evidence:
 
     def tie(self, claim: Claim, a: float, b: float) -> float:
         """The absolute tolerance under which values ``a`` and ``b`` of the claim's metric tie: the claim's ``tie``
-        (relative), else the study's target on that metric (relative or absolute), else :data:`DEFAULT_TIE`."""
+        (relative), else the study's target on that metric or on the metric that tracks it (``Metric.tracked_by``:
+        the same quantity, estimated at every checkpoint), relative or absolute, else :data:`DEFAULT_TIE`."""
         scale = max(abs(a), abs(b))
         if claim.tie is not None:
             return claim.tie * scale
-        target = next((t for t in self.targets if t.metric == claim.metric and t.kind != "value"), None)
+        tracker = self.info[claim.metric].tracked_by if claim.metric in self.info else ""
+        target = next((t for t in self.targets if t.metric == claim.metric and t.kind != "value"), None) or \
+            next((t for t in self.targets if tracker and t.metric == tracker and t.kind != "value"), None)
         if target is None:
             return DEFAULT_TIE * scale
         return target.amount * scale if target.kind == "relative" else target.amount

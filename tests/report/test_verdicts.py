@@ -82,6 +82,21 @@ def test_the_default_tie_is_one_in_a_thousand():
     assert verdict(runs, claim(**ORDER)).verdict == "reproduced"
 
 
+def test_a_last_checkpoint_metric_ties_under_the_target_of_the_metric_that_tracks_it():
+    """``whole`` is measured at the last checkpoint only and tracked by ``elbo``: the study's absolute target on elbo
+    (0.5) is its tie too, so a gap of 0.2 ties; without the tracker the default tie (1e-3 relative) would pass it."""
+    runs = [run("A", s, [-10, -1.0]) for s in SEEDS] + [run("B", s, [-10, -1.2]) for s in SEEDS]
+    ds = results(runs)
+    ds["whole"] = ds["elbo"].where(ds["checkpoint"] == ds.sizes["checkpoint"] - 1)
+    info = {**INFO, "whole": Metric("whole", "higher", "task", tracked_by="elbo")}
+    c = claim(**{**ORDER, "metric": "whole"})
+    (tied,) = judge([c], Evidence(ds, info, targets=(Target("elbo", "absolute", 0.5),)))
+    assert tied.verdict == "not reproduced" and "needs > 0.5" in tied.units["detail"].iloc[0]
+    untracked = {**info, "whole": Metric("whole", "higher", "task")}
+    (won,) = judge([c], Evidence(ds, untracked, targets=(Target("elbo", "absolute", 0.5),)))
+    assert won.verdict == "reproduced"
+
+
 @pytest.mark.parametrize("seeds", [2, 4])
 def test_fewer_units_than_the_sign_test_needs_are_too_few(seeds):
     """Four unanimous units give p = 1/16 > 0.05: too few units, with the count, never reproduced."""
