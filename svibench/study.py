@@ -358,13 +358,15 @@ def _parse_budget(table: Any, overrides: dict[str, Any], own: dict[str, Any] | N
                   where: str = "[budget]") -> tuple[Budget, Checkpoints]:
     """``[budget]``: the limits (at least one) and when to evaluate.  ``own`` is a ``[[problem]]``'s ``budget``
     with the scale's ``problem_budget`` for it over that: its keys replace the study's (and the scale's), e.g. the
-    paper's iteration count and markers on one dataset."""
+    paper's iteration count and markers on one dataset.  A limit set to ``false`` is dropped (a scale that runs
+    to a CPU cap instead of the study's iterations)."""
     budget_raw = _merge(_check_keys(table, BUDGET_KEYS, "[budget]"), overrides.get("budget", {}))
     _check_keys(budget_raw, BUDGET_KEYS, "[budget]")
     if own is not None:
         budget_raw = _merge(budget_raw, _check_keys(own, BUDGET_KEYS, where))
-    limits = {key: _positive(budget_raw[key], f"{where} {key}", kind)
-              for key, kind in (("iterations", int), ("epochs", float), ("seconds", float)) if key in budget_raw}
+    limits = {key: _positive(budget_raw[key], f"{where} {key}", kind)  # false: a scale drops the study's limit
+              for key, kind in (("iterations", int), ("epochs", float), ("seconds", float))
+              if budget_raw.get(key, False) is not False}
     if not limits:
         raise StudyError(f"{where}: set at least one of iterations, epochs, seconds")
     spacing = budget_raw.get("spacing", "log")

@@ -61,6 +61,18 @@ def test_a_scale_can_turn_the_rule_off():
     assert spec.budget.until is None and spec.budget.iterations == 400
 
 
+def test_a_scale_can_drop_the_studys_iterations_for_a_cpu_cap():
+    """A paper scale that runs until converged under a CPU cap says iterations = false; a budget left with no limit
+    is still an error."""
+    text = STUDY.format(until="") + ('[scales.paper]\nbudget = { iterations = false, seconds = 60, '
+                                     'until_converged = { metric = "elbo", tolerance = 1e-6 } }\n')
+    (spec,) = parse_study(tomllib.loads(text), scale="paper").runs
+    assert spec.budget.iterations is None and spec.budget.seconds == 60 and spec.budget.until.metric == "elbo"
+    with pytest.raises(StudyError, match="set at least one of iterations, epochs, seconds"):
+        parse_study(tomllib.loads(STUDY.format(until="") + "[scales.paper]\nbudget = { iterations = false }\n"),
+                    scale="paper")
+
+
 def test_a_plain_budget_keeps_its_run_ids():
     assert "until" not in Budget(iterations=10).key() and "until" in Budget(10, until=UntilConverged("elbo", 1e-3)).key()
 
