@@ -101,6 +101,11 @@ class Model:
         declared with ``tracked_by`` naming its per-checkpoint estimate.  Default: none."""
         return {}
 
+    def final_evaluation_ratio(self) -> float:
+        """What :meth:`evaluate_final` costs in units of one checkpoint's :meth:`evaluate` (0: nothing), for the plan
+        (:mod:`svibench.plan`), which times a checkpoint and not the whole data.  Default 0."""
+        return 0.0
+
 
 def evaluate_posterior(model: Model, posterior: Any, rng: np.random.Generator) -> dict[str, float]:
     """``model.evaluate(posterior, rng)``, after checking that ``model`` takes a posterior of that type

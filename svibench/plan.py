@@ -10,7 +10,8 @@ CPU seconds per run are estimated as::
 covers, its seconds over the seconds a step takes).  The algorithm's part (init and steps) stops at the budget's
 seconds, and the whole run at its time limit.  ``evaluations`` counts the checkpoints the run reaches, with
 iteration 0; the last one's extra is what a model measures only there (``Model.evaluate_final``, e.g. BPFA's
-whole image where its checkpoints read a tiling).  The rates come from a timed first checkpoint, a *probe*: the runner itself
+whole image where its checkpoints read a tiling), estimated as ``Model.final_evaluation_ratio`` evaluations (the
+probe does not make it: on a paper-scale image it costs more than the probe).  The rates come from a timed first checkpoint, a *probe*: the runner itself
 (:func:`svibench.runner.execute`, warm-up included) on the group's algorithm and problem, with a budget of at most
 :data:`PROBE_STEPS` steps or :data:`PROBE_SECONDS` CPU seconds and two checkpoints, on the probing process's CPU
 clock.  On N workers the probes run in N processes at once (:func:`plan_studies`), as the runs would.
@@ -68,20 +69,22 @@ class Probe:
 def probe(spec: RunSpec) -> Probe:
     """Time the first steps of ``spec``'s algorithm on its problem (see the module docstring); raises
     RuntimeError with the run's message if the probe does not end ``ok`` with a step timed."""
-    build_model(spec.problem, spec.plugins)  # its data loads once per worker: not part of a run's cost
+    ratio = build_model(spec.problem, spec.plugins).final_evaluation_ratio()  # its data loads once per worker: not
+    # part of a run's cost
     own = spec.budget
     steps = min(own.iterations or PROBE_STEPS, PROBE_STEPS)
     short = replace(spec, budget=Budget(steps, own.epochs, min(own.seconds or PROBE_SECONDS, PROBE_SECONDS)),
                     checkpoints=Checkpoints(at=(steps,)), timeout=None)
     cpu = time.process_time()
-    ds = execute(short)
+    ds = execute(short, final=False)
     cpu = time.process_time() - cpu
     if ds.attrs["status"] not in ("ok", "diverged") or ds.sizes["checkpoint"] < 2:
         raise RuntimeError(f"the probe ended {ds.attrs['status']}: {ds.attrs['message']}")
     done, init, algorithm = int(ds["iteration"][-1]), float(ds["time"][0]), float(ds["time"][-1])
-    warm, final = float(ds.attrs["warmup_seconds"]), float(ds.attrs["final_evaluation_cpu"])
-    return Probe(warm, init, (algorithm - init) / done, max(0.0, cpu - warm - algorithm - final) / ds.sizes["checkpoint"],
-                 float(ds["epoch"][-1]) / done, done, ds.attrs["status"] == "diverged", final)
+    warm = float(ds.attrs["warmup_seconds"])
+    per_evaluation = max(0.0, cpu - warm - algorithm) / ds.sizes["checkpoint"]
+    return Probe(warm, init, (algorithm - init) / done, per_evaluation, float(ds["epoch"][-1]) / done, done,
+                 ds.attrs["status"] == "diverged", ratio * per_evaluation)
 
 
 def evaluations(spec: RunSpec, steps: int, p: Probe) -> int:

@@ -84,7 +84,8 @@ class _Schedule:
 class _Trajectory:
     """A run's checkpoint rows: the posterior evaluated, with the algorithm's clock stopped."""
 
-    def __init__(self) -> None:
+    def __init__(self, final: bool = True) -> None:
+        self.final = final
         self.rows: list[dict[str, float]] = []
         self.metrics: dict[str, Metric] = {}
         self.answer = ""
@@ -119,7 +120,9 @@ class _Trajectory:
         self._add(model, values)
 
     def finish(self, model: Model, alg: Algorithm, rng: np.random.Generator) -> None:
-        """Add the model's last-checkpoint-only metrics (:meth:`Model.evaluate_final`) to the last row."""
+        """Add the model's last-checkpoint-only metrics (:meth:`Model.evaluate_final`) to the last row, if asked."""
+        if not self.final:
+            return
         t_eval, cpu = time.perf_counter(), time.process_time()
         values = model.evaluate_final(alg.posterior(), rng)
         self.evaluation_seconds += time.perf_counter() - t_eval
@@ -150,6 +153,7 @@ def execute(
     clock: Clock = Clock(),
     on_step: Callable[[int, float, float], None] | None = None,
     warm: bool = True,
+    final: bool = True,
 ) -> xr.Dataset:
     """Make one run and return its trajectory as an xarray Dataset (dim ``checkpoint``).
 
@@ -159,11 +163,12 @@ def execute(
     checkpoints recorded so far are kept.  ``clock`` gives the CPU clock (the
     algorithm time: budget, ``time``, ``on_step``) and the wall clock
     (``wall_time``); tests inject their own.  ``warm`` runs :func:`warm_up`
-    before the clock starts.  ``on_step``, if given, is called after every step
+    before the clock starts; ``final`` makes the last checkpoint's :meth:`~svibench.model.Model.evaluate_final`
+    (the plan's probes leave it out and estimate it).  ``on_step``, if given, is called after every step
     with (iteration, epoch, algorithm CPU seconds), outside the clock; it must
     be cheap (e.g. throttle its output).
     """
-    trajectory, timing = _Trajectory(), _Timing(clock, warm)
+    trajectory, timing = _Trajectory(final), _Timing(clock, warm)
     status, message, tb = "ok", "", ""
     started = time.monotonic()
     try:

@@ -328,6 +328,10 @@ class BPFA(Model):
         values = self._measure(posterior, rng, None)
         return {"psnr_whole": values["psnr"], "psnr_fit_whole": values["psnr_fit"]}
 
+    def final_evaluation_ratio(self) -> float:
+        """N / (the tiling's patches): evaluation is linear in the rows evaluated, in chunks of the same size."""
+        return 0.0 if self.eval_rows is None else self.Y.shape[0] / self.eval_rows.size
+
     def _measure(self, posterior: ConjugatePosterior | ChainState, rng: np.random.Generator,
                  subset: np.ndarray | None) -> dict[str, float]:
         """:meth:`evaluate`'s metrics on the patches ``subset`` (None: all); on a subset of n of the N rows the ELBO's

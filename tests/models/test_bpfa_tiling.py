@@ -99,8 +99,11 @@ def test_a_tracker_must_be_another_metric_of_the_model():
         check_declaration(Bad)
 
 
-def test_a_plan_counts_the_whole_image_once_beside_the_checkpoints():
+def test_a_plan_counts_the_whole_image_once_beside_the_checkpoints_without_making_it():
+    """The probe times checkpoints on the tiling and scales one by N / (tiling patches) for the last evaluation."""
     from svibench.plan import probe
 
-    assert probe(_spec(Budget(iterations=12), {"eval_patches": "tiling"})).final_evaluation > 0
+    tiled = probe(_spec(Budget(iterations=12), {"eval_patches": "tiling"}))
+    n, rows = 17 * 17, BPFA(image_patches(image="house", size=24), **SMALL, eval_patches="tiling").eval_rows.size
+    assert tiled.final_evaluation == pytest.approx(tiled.per_evaluation * n / rows)
     assert probe(_spec(Budget(iterations=12), {})).final_evaluation == 0
