@@ -340,7 +340,7 @@ class BPFA(Model):
         T = np.asarray(test["mask"], dtype=float)
         truth = np.asarray(test["Y"], dtype=float)
         image = "image" in test
-        recon = np.zeros_like(self.Y if subset is None else self.Y[subset])
+        recon = np.zeros((self.Y.shape[0] if subset is None else len(subset), self.Y.shape[1])) if image else None
         scale = np.broadcast_to(np.asarray(self.data.meta.get("scale", 1.0), dtype=float), (self.Y.shape[1],))
         ll = se = se_draw = elbo = 0.0
         n_test, done = 0.0, 0
@@ -349,7 +349,8 @@ class BPFA(Model):
             row_ll, row_se, row_se_draw, mean = evaluation.heldout_metrics(means, gammas, truth[rows], T[rows], scale)
             ll, se, se_draw, elbo = ll + row_ll, se + row_se, se_draw + row_se_draw, elbo + local
             n_test += T[rows].sum()
-            recon[done:done + len(rows)] = mean
+            if image:
+                recon[done:done + len(rows)] = mean
             done += len(rows)
         n_test = max(n_test, 1.0)
         out = {"heldout_loglik": ll / n_test, "mse": se / n_test, "draw_mse": se_draw / n_test}
