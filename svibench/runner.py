@@ -90,7 +90,6 @@ class _Trajectory:
         self.metrics: dict[str, Metric] = {}
         self.answer = ""
         self.evaluation_seconds = self.accuracy_seconds = 0.0
-        self.final_cpu = 0.0
         self.first: dict[str, float] = {}
         self.scorer, self.reference = None, ""
 
@@ -123,11 +122,10 @@ class _Trajectory:
         """Add the model's last-checkpoint-only metrics (:meth:`Model.evaluate_final`) to the last row, if asked."""
         if not self.final:
             return
-        t_eval, cpu = time.perf_counter(), time.process_time()
+        t_eval = time.perf_counter()
         values = model.evaluate_final(alg.posterior(), rng)
         self.evaluation_seconds += time.perf_counter() - t_eval
         if values:
-            self.final_cpu = time.process_time() - cpu
             self._add(model, values)
 
     def _add(self, model: Model, values: dict[str, float]) -> None:
@@ -179,7 +177,7 @@ def execute(
         status, message, tb = "failed", f"{type(exc).__name__}: {exc}{_where(exc)}", traceback.format_exc()
     return to_dataset(spec, trajectory.rows, trajectory.metrics, status, message, tb,
                       wall_seconds=time.monotonic() - started, evaluation_seconds=trajectory.evaluation_seconds,
-                      accuracy_seconds=trajectory.accuracy_seconds, final_evaluation_cpu=trajectory.final_cpu,
+                      accuracy_seconds=trajectory.accuracy_seconds,
                       answer=trajectory.answer, reference=trajectory.reference, **timing.attrs())
 
 
@@ -299,7 +297,6 @@ def to_dataset(
     wall_seconds: float = float("nan"),
     evaluation_seconds: float = float("nan"),
     accuracy_seconds: float = float("nan"),
-    final_evaluation_cpu: float = float("nan"),
     answer: str = "",
     warmup_seconds: float = float("nan"),
     blas_threads: float = float("nan"),
@@ -312,8 +309,7 @@ def to_dataset(
     model's :meth:`~svibench.model.Model.metric_info` on its data, ``answer``), so that reports
     read them instead of parsing names.  ``wall_seconds``: the whole run, wall clock;
     ``evaluation_seconds``: evaluation, wall clock, of which ``accuracy_seconds`` scoring q against a reference
-    posterior (0 without one); ``final_evaluation_cpu``: CPU seconds of the last checkpoint's
-    :meth:`~svibench.model.Model.evaluate_final` (0 where it returns nothing); ``warmup_seconds``: :func:`warm_up`, CPU
+    posterior (0 without one); ``warmup_seconds``: :func:`warm_up`, CPU
     seconds (NaN: no warm-up); ``blas_threads``: the largest BLAS/OpenMP pool in force during
     the run (1 when pinned); ``reference``: the reference posterior that scored its accuracy metrics, or why
     there is none (:func:`svibench.reference.attach.scorer_for`).
@@ -346,7 +342,6 @@ def to_dataset(
         wall_seconds=wall_seconds,
         evaluation_seconds=evaluation_seconds,
         accuracy_seconds=accuracy_seconds,
-        final_evaluation_cpu=final_evaluation_cpu,
         metric_info=table_json(metrics),
         answer=answer,
         warmup_seconds=warmup_seconds,

@@ -229,8 +229,8 @@ class Evidence:
         if claim.tie is not None:
             return claim.tie * scale
         tracker = self.info[claim.metric].tracked_by if claim.metric in self.info else ""
-        target = next((t for t in self.targets if t.metric == claim.metric and t.kind != "value"), None) or \
-            next((t for t in self.targets if tracker and t.metric == tracker and t.kind != "value"), None)
+        on = [t for t in self.targets if t.kind != "value"]
+        target = next((t for name in (claim.metric, tracker) for t in on if name and t.metric == name), None)
         if target is None:
             return DEFAULT_TIE * scale
         return target.amount * scale if target.kind == "relative" else target.amount

@@ -65,13 +65,15 @@ how it was obtained; the suboptimality figures measure distance to it::
 """
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..settings import ReportError, Target, parse_target
 
-__all__ = ["Claim", "Reference", "KINDS", "LEDGERS", "parse_claims", "parse_references", "scale_claims", "check_names",
+__all__ = ["Claim", "Reference", "KINDS", "LEDGERS", "READING_ID", "parse_claims", "parse_references", "scale_claims", "check_names",
            "skip_reasons", "skipped_not_run"]
 
 KINDS = ("order", "faster", "as-fast", "equivalent", "value", "trend")
@@ -274,9 +276,13 @@ def _readings(table: dict, where: str) -> tuple[str, ...]:
     return tuple(r for r in _strings(table.get("readings", []), f"{where} readings") if r != table.get("metric"))
 
 
+#: The id of a claim's reading on another metric, ``ID [METRIC]`` (:func:`with_readings`); ledgers are read back by it.
+READING_ID = re.compile(r"^(?P<id>.+) \[(?P<metric>[^\]]+)\]$")
+
+
 def with_readings(claim: Claim) -> list[Claim]:
-    """``claim``, then one claim per other reading of its metric: id ``ID [METRIC]``, the same statement judged on
-    ``METRIC``."""
+    """``claim``, then one claim per other reading of its metric: id ``ID [METRIC]`` (:data:`READING_ID`), the same
+    statement judged on ``METRIC``."""
     return [claim] + [replace(claim, id=f"{claim.id} [{m}]", metric=m, readings=(), reading_of=claim.id,
                               note=f"The claim {claim.id} read on {m} (its readings = [{', '.join(claim.readings)}]); "
                                    "its note says how it is tested.")

@@ -20,6 +20,7 @@ from markupsafe import Markup
 from .html import CSS, VERDICT_CLASS
 from .jinja import templates
 from .glance import LEDGER
+from ..claims.schema import READING_ID
 
 __all__ = ["write_index", "collect", "distinct_claims", "paper_of", "DEFINITIONS"]
 
@@ -81,10 +82,6 @@ def paper_of(source: str) -> str:
     return f"{found.group(1).strip()} ({found.group(2)})" if found else (source.split(",")[0].strip() or "(no source)")
 
 
-#: A reading of a claim on another metric (:func:`svibench.claims.schema.with_readings`): "ID [METRIC]".
-READING = re.compile(r"^(?P<id>.+) \[(?P<metric>[^\]]+)\]$")
-
-
 def distinct_claims(entries: list[dict[str, Any]], ledger: str = "claim") -> list[dict[str, Any]]:
     """One record per distinct claim (a study's claim id, whatever the scales and the readings of its metric it was
     judged at): its paper, id and verdict at each scale; a reading's verdict follows the claim's, with its metric
@@ -94,7 +91,7 @@ def distinct_claims(entries: list[dict[str, Any]], ledger: str = "claim") -> lis
     for e in entries:
         scale = e.get("scale") or "default"
         for c in (c for c in e["claims"] if c.get("ledger", "claim") == ledger):
-            study, reading = e["folder"].split("/")[0], READING.match(c["id"])
+            study, reading = e["folder"].split("/")[0], READING_ID.match(c["id"])
             if reading:
                 readings.append(((study, reading["id"]), scale, reading["metric"], c["verdict"]))
                 continue
