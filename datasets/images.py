@@ -21,7 +21,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from svibench.data import DataError, DataFile, Dataset, dataset, fetch
 
-__all__ = ["IMAGES", "read_image", "extract_patches", "assemble_patches", "tiling", "image_patches"]
+__all__ = ["IMAGES", "read_image", "extract_patches", "assemble_patches", "windows", "image_patches"]
 
 _COMMIT = "e93b27812d3ff523a3a79d19e5e50d233d7a8d0a"
 
@@ -59,15 +59,15 @@ def read_image(name: str) -> np.ndarray:
 
 def extract_patches(image: np.ndarray, patch: int) -> np.ndarray:
     """Every overlapping patch×patch patch, row-major by position, each flattened row-major: (N, patch²)."""
-    windows = sliding_window_view(image, (patch, patch))
-    return windows.reshape(-1, patch * patch).copy()
+    view = sliding_window_view(image, (patch, patch))
+    return view.reshape(-1, patch * patch).copy()
 
 
 def assemble_patches(patches: np.ndarray, shape: tuple[int, int], patch: int, rows: np.ndarray | None = None) -> np.ndarray:
     """Inverse of :func:`extract_patches` by averaging: each pixel is the mean of the patches covering it.
 
     ``rows``: the indices (into :func:`extract_patches`'s order) of the patches given, when ``patches`` holds only
-    those (e.g. a :func:`tiling`); each pixel is then the mean of the given patches covering it, NaN where none does.
+    those (e.g. :func:`windows`); each pixel is then the mean of the given patches covering it, NaN where none does.
     """
     H, W = shape
     nh, nw = H - patch + 1, W - patch + 1
@@ -90,17 +90,35 @@ def assemble_patches(patches: np.ndarray, shape: tuple[int, int], patch: int, ro
         return total / count
 
 
-def tiling(shape: tuple[int, int], patch: int, rng: np.random.Generator) -> np.ndarray:
-    """The indices (in :func:`extract_patches`'s order) of a seeded tiling: patches every ``patch`` pixels from a random
-    offset in each direction, plus the first and last patch positions, so every pixel is covered (by one to four
-    patches) with about 1/patch² of the patches.  An evaluation subset for BPFA (``eval_patches = "tiling"``)."""
+def windows(shape: tuple[int, int], patch: int, grid: int, side: int,
+            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A seeded, stratified sample of pixel windows and the patches that cover them: (rows, pixels).
+
+    The image is cut into ``grid`` × ``grid`` cells and one ``side`` × ``side`` window (at most the cell) is placed
+    uniformly at random in each.  ``rows`` are the indices (in :func:`extract_patches`'s order) of every patch that
+    overlaps a window, so :func:`assemble_patches` of those rows gives each window pixel exactly the value the whole
+    image gives it (the mean of all the patches covering it); ``pixels`` marks the windows' pixels.  A PSNR over
+    ``pixels`` is therefore the whole image's PSNR on a stratified random sample of its pixels: an estimate with no
+    bias between methods, at about ``grid² (side + patch − 1)²`` patches.  An evaluation subset for BPFA
+    (``eval_patches = "windows"``)."""
     H, W = shape
     nh, nw = H - patch + 1, W - patch + 1
-    starts = []
-    for n in (nh, nw):
-        offset = int(rng.integers(min(patch, n)))
-        starts.append(np.unique(np.r_[0, np.arange(offset, n, patch), n - 1]))
-    return (starts[0][:, None] * nw + starts[1][None, :]).ravel()
+    covering = np.zeros((nh, nw), dtype=bool)
+    pixels = np.zeros(shape, dtype=bool)
+    for top, bottom in _cells(H, grid):
+        for left, right in _cells(W, grid):
+            h, w = min(side, bottom - top), min(side, right - left)
+            r = top + int(rng.integers(bottom - top - h + 1))
+            c = left + int(rng.integers(right - left - w + 1))
+            pixels[r:r + h, c:c + w] = True
+            covering[max(0, r - patch + 1):min(nh, r + h), max(0, c - patch + 1):min(nw, c + w)] = True
+    return np.flatnonzero(covering), pixels
+
+
+def _cells(length: int, grid: int) -> list[tuple[int, int]]:
+    """``grid`` contiguous [start, stop) bands that split ``length`` as evenly as integers allow."""
+    edges = np.linspace(0, length, min(grid, length) + 1).round().astype(int)
+    return list(zip(edges[:-1], edges[1:]))
 
 
 @dataset("image-patches", kind="images", description="a test image as overlapping 8×8 patches, for inpainting or denoising (BPFA §5.2)",

@@ -72,8 +72,8 @@ class Metric:
     tracked_by : str
         For a metric a model computes at the last checkpoint only (on the whole data, :meth:`Model.evaluate_final`):
         the metric that follows it at every checkpoint (on an evaluation subset).  Whether a run had converged on
-        it is read from that one's trajectory; the two need not agree in level (BPFA's tiling reads a few dB below
-        the whole image, by an amount that differs between methods).  Empty: the metric has its own trajectory.
+        it is read from that one's trajectory; the two need not agree exactly (BPFA's windows are a sample of the
+        whole image's pixels).  Empty: the metric has its own trajectory.
     """
 
     name: str

@@ -97,7 +97,7 @@ class Model:
     def evaluate_final(self, posterior: Any, rng: np.random.Generator) -> dict[str, float]:
         """Metrics computed once, at a run's last checkpoint, added to that checkpoint's row: those a model's
         ``evaluate`` estimates on an evaluation subset at every checkpoint and measures on the whole data only at
-        the end, because the whole data costs more than the run (BPFA's ``eval_patches = "tiling"``).  Each is
+        the end, because the whole data costs more than the run (BPFA's ``eval_patches = "windows"``).  Each is
         declared with ``tracked_by`` naming its per-checkpoint estimate.  Default: none."""
         return {}
 

@@ -10,7 +10,7 @@ CPU seconds per run are estimated as::
 covers, its seconds over the seconds a step takes).  The algorithm's part (init and steps) stops at the budget's
 seconds, and the whole run at its time limit.  ``evaluations`` counts the checkpoints the run reaches, with
 iteration 0; the last one's extra is what a model measures only there (``Model.evaluate_final``, e.g. BPFA's
-whole image where its checkpoints read a tiling), estimated as ``Model.final_evaluation_ratio`` evaluations (the
+whole image where its checkpoints read pixel windows), estimated as ``Model.final_evaluation_ratio`` evaluations (the
 probe does not make it: on a paper-scale image it costs more than the probe).  The rates come from a timed first checkpoint, a *probe*: the runner itself
 (:func:`svibench.runner.execute`, warm-up included) on the group's algorithm and problem, with a budget of at most
 :data:`PROBE_STEPS` steps or :data:`PROBE_SECONDS` CPU seconds and two checkpoints, on the probing process's CPU

@@ -1,5 +1,5 @@
 """The test images: a parameter that cannot cut patches from the image is one line naming the file; the evaluation
-tiling covers every pixel."""
+windows' pixels are reconstructed as in the whole image."""
 import numpy as np
 import pytest
 
@@ -17,29 +17,35 @@ def test_a_patch_or_crop_the_image_cannot_give_is_one_line(params, says):
         image_patches(image="boat", **params)
 
 
-@pytest.mark.parametrize("shape, patch", [((40, 40), 8), ((37, 29), 8), ((9, 9), 8), ((12, 20), 3)])
-def test_a_tiling_covers_every_pixel_with_about_one_patch_in_p_squared(shape, patch):
-    from svibench.datasets.images import assemble_patches, tiling
+@pytest.mark.parametrize("shape, patch, grid, side", [((64, 64), 8, 4, 6), ((37, 29), 8, 2, 16), ((9, 9), 8, 3, 4),
+                                                      ((12, 20), 3, 5, 2)])
+def test_windows_give_their_pixels_the_whole_images_reconstruction(shape, patch, grid, side):
+    """On a window's pixels the assembly of the covering patches is the whole image's, for any patch values; the
+    windows sit one per cell, and no patch that misses every window is evaluated."""
+    from svibench.datasets.images import assemble_patches, windows
 
-    rows = tiling(shape, patch, np.random.default_rng(0))
+    rows, pixels = windows(shape, patch, grid, side, np.random.default_rng(0))
     n = (shape[0] - patch + 1) * (shape[1] - patch + 1)
     assert rows.size == np.unique(rows).size and rows.min() >= 0 and rows.max() < n
-    cover = assemble_patches(np.ones((rows.size, patch * patch)), shape, patch, rows)
-    assert np.all(cover == 1.0)  # every pixel covered (NaN where none is)
-    per_side = [-(-(s - patch + 1) // patch) + 2 for s in shape]  # every p-th position, plus the first and last
-    assert rows.size <= per_side[0] * per_side[1]
+    values = np.random.default_rng(1).normal(size=(n, patch * patch))  # not patches of one image: overlaps disagree
+    whole = assemble_patches(values, shape, patch)
+    assert np.array_equal(assemble_patches(values[rows], shape, patch, rows)[pixels], whole[pixels])
+    cells = min(grid, shape[0]) * min(grid, shape[1])
+    assert 0 < pixels.sum() <= cells * side * side
+    top, left = np.divmod(rows, shape[1] - patch + 1)
+    assert all(pixels[t:t + patch, l:l + patch].any() for t, l in zip(top, left))
 
 
-def test_a_tiling_is_seeded_and_its_assembly_is_the_average_of_its_patches():
-    from svibench.datasets.images import assemble_patches, extract_patches, tiling
+def test_windows_are_seeded_and_stratified():
+    from svibench.datasets.images import windows
 
-    shape, patch = (30, 30), 8
-    offsets = {tuple(tiling(shape, patch, np.random.default_rng(s))) for s in range(20)}
-    assert len(offsets) > 1
-    assert np.array_equal(tiling(shape, patch, np.random.default_rng(4)), tiling(shape, patch, np.random.default_rng(4)))
-    image = np.random.default_rng(1).random(shape)
-    P = extract_patches(image, patch)
-    every = np.arange(P.shape[0])
-    assert np.allclose(assemble_patches(P, shape, patch, every), assemble_patches(P, shape, patch))
-    rows = tiling(shape, patch, np.random.default_rng(2))
-    assert np.allclose(assemble_patches(P[rows], shape, patch, rows), image)  # patches of one image agree
+    shape = (512, 512)
+    draws = [windows(shape, 8, 4, 16, np.random.default_rng(s)) for s in range(5)]
+    assert len({tuple(r) for r, _ in draws}) == 5
+    again = windows(shape, 8, 4, 16, np.random.default_rng(3))
+    assert np.array_equal(again[0], draws[3][0]) and np.array_equal(again[1], draws[3][1])
+    rows, pixels = draws[0]
+    assert pixels.sum() == 16 * 16 * 16  # 1/64 of the pixels
+    assert rows.size <= 16 * 23 * 23  # (side + patch - 1)² patches a window
+    for band in np.split(pixels, 4, axis=0):  # one window in each of the grid's cells
+        assert [cell.sum() for cell in np.split(band, 4, axis=1)] == [256] * 4

@@ -1,5 +1,6 @@
-"""BPFA's evaluation tiling: checkpoints estimate every metric on a seeded tiling of the image, and the last checkpoint
-measures the whole image's PSNRs exactly as evaluating every patch does."""
+"""BPFA's evaluation windows: checkpoints estimate every metric on the patches covering seeded pixel windows (the
+PSNRs on those pixels, reconstructed as in the whole image), and the last checkpoint measures the whole image's PSNRs
+exactly as evaluating every patch does."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,6 +16,8 @@ from svibench.runner import execute
 from svibench.spec import Budget, Checkpoints, ProblemSpec, RunSpec
 
 SMALL = {"features": 8, "predictive_samples": 2, "init_rows": 50, "init_sweeps": 2}
+#: Two by two windows of 4 × 4 pixels on the 24 × 24 crop.
+WINDOWS = {"eval_patches": "windows", "eval_windows": 2, "eval_window": 4}
 
 
 @pytest.fixture(scope="module")
@@ -38,31 +41,52 @@ def test_with_every_patch_evaluated_the_whole_image_psnrs_are_the_checkpoints(fi
 
 
 def test_the_last_checkpoint_measures_what_evaluating_every_patch_measures(fitted):
-    """Same posterior and evaluation stream: the tiling model's final PSNRs are bit for bit the all-patches model's;
-    its checkpoint estimate reads fewer patches (one to four per pixel), so it differs from them."""
+    """Same posterior and evaluation stream: the windows model's final PSNRs are bit for bit the all-patches model's."""
     data, posterior = fitted
     every = BPFA(data, **SMALL).evaluate(posterior, np.random.default_rng(1))
-    tiled = BPFA(data, **SMALL, eval_patches="tiling")
-    final = tiled.evaluate_final(posterior, np.random.default_rng(1))
+    sampled = BPFA(data, **SMALL, **WINDOWS)
+    final = sampled.evaluate_final(posterior, np.random.default_rng(1))
     assert final == {"psnr_whole": every["psnr"], "psnr_fit_whole": every["psnr_fit"]}
-    estimate = tiled.evaluate(posterior, np.random.default_rng(1))
-    assert "psnr_whole" not in estimate and estimate["psnr"] != every["psnr"]
-    assert abs(estimate["psnr"] - every["psnr"]) < 3.0  # dB: the same image, fewer patches averaged
-    assert tiled.eval_rows.size < data.train["Y"].shape[0] / 4
+    assert "psnr_whole" not in sampled.evaluate(posterior, np.random.default_rng(1))
+    assert sampled.eval_rows.size < data.train["Y"].shape[0]
 
 
-def test_the_tiling_is_one_fixed_subset_per_seed(fitted):
+def test_a_checkpoint_scores_the_windows_pixels_as_the_whole_image_reconstructs_them(fitted):
+    """Given the same patch predictions, the checkpoint's psnr is the whole reconstruction's PSNR on the windows'
+    pixels: the estimate samples pixels, it does not change how a pixel is reconstructed."""
+    from svibench.datasets.images import assemble_patches
+    from svibench.models.bpfa import psnr, psnr_fit
+
     data, _ = fitted
-    a, b = (BPFA(data, **SMALL, eval_patches="tiling").eval_rows for _ in range(2))
+    sampled = BPFA(data, **SMALL, **WINDOWS)
+    rows, pixels, meta = sampled.eval_rows, sampled.eval_pixels, data.meta
+    clean = np.asarray(data.test["image"], dtype=float)
+    means = np.random.default_rng(2).normal(size=sampled.Y.shape)  # any predictions, overlaps disagreeing
+    whole = np.clip(assemble_patches(means * meta["scale"] + meta["offset"], clean.shape, meta["patch"]), 0, 255)
+    expected = 20 * np.log10(255 / np.sqrt(np.mean((whole - clean)[pixels] ** 2)))
+    assert psnr(means[rows], meta, clean, rows, pixels) == pytest.approx(expected, rel=1e-12)
+    assert psnr(means[rows], meta, clean, rows, pixels) != psnr(means, meta, clean)  # a sample of the pixels
+    Y, M = sampled.Y, sampled.M
+    fit = psnr_fit(means[rows], Y[rows], M[rows], meta, clean.shape, rows, pixels)
+    observed = (assemble_patches(M, clean.shape, meta["patch"]) > 0) & pixels
+    values = assemble_patches(M * (Y * meta["scale"] + meta["offset"]), clean.shape, meta["patch"])
+    values = values[observed] / assemble_patches(M, clean.shape, meta["patch"])[observed]
+    assert fit == pytest.approx(20 * np.log10(255 / np.sqrt(np.mean((whole[observed] - values) ** 2))), rel=1e-12)
+
+
+def test_the_windows_are_one_fixed_subset_per_seed(fitted):
+    data, _ = fitted
+    a, b = (BPFA(data, **SMALL, **WINDOWS).eval_rows for _ in range(2))
     assert np.array_equal(a, b)
+    assert not np.array_equal(a, BPFA(data, **SMALL, **WINDOWS, eval_seed=1).eval_rows)
 
 
-def test_a_tiling_needs_an_image_and_a_known_choice():
+def test_windows_need_an_image_and_a_known_choice():
     synthetic = bpfa_synthetic(n=50, dim=4, features=3, seed=0)
-    with pytest.raises(ValueError, match="eval_patches = 'tiling' needs image data"):
+    with pytest.raises(ValueError, match="eval_patches = 'windows' needs image data"):
+        BPFA(synthetic, features=3, eval_patches="windows")
+    with pytest.raises(ValueError, match="eval_patches must be 'all' or 'windows', got 'tiling'"):
         BPFA(synthetic, features=3, eval_patches="tiling")
-    with pytest.raises(ValueError, match="eval_patches must be 'all' or 'tiling', got 'some'"):
-        BPFA(synthetic, features=3, eval_patches="some")
 
 
 def _spec(budget: Budget, model_params: dict) -> RunSpec:
@@ -72,7 +96,7 @@ def _spec(budget: Budget, model_params: dict) -> RunSpec:
 
 @pytest.mark.parametrize("budget", [Budget(iterations=12), Budget(iterations=10_000, seconds=0.3)])
 def test_a_run_records_the_whole_image_psnrs_at_its_last_checkpoint_only(budget):
-    ds = execute(_spec(budget, {"eval_patches": "tiling"}))
+    ds = execute(_spec(budget, WINDOWS))
     assert ds.attrs["status"] == "ok"
     whole = ds["psnr_whole"].values
     assert np.isfinite(whole[-1]) and np.isnan(whole[:-1]).all()
@@ -81,9 +105,9 @@ def test_a_run_records_the_whole_image_psnrs_at_its_last_checkpoint_only(budget)
 
 def test_whether_a_run_converged_on_a_last_checkpoint_metric_is_read_from_its_tracker(fitted):
     data, _ = fitted
-    ds = execute(_spec(Budget(iterations=12), {"eval_patches": "tiling"})).expand_dims("run")
+    ds = execute(_spec(Budget(iterations=12), WINDOWS)).expand_dims("run")
     ds = ds.assign_coords(problem=("run", ["p"]), label=("run", ["l"]))
-    info = BPFA(data, **SMALL, eval_patches="tiling").metric_info()
+    info = BPFA(data, **SMALL, **WINDOWS).metric_info()
     moving = unconverged(ds, "psnr", 1e-12, 0.5)
     assert moving.all()  # 12 steps from a random start: still moving by more than 1e-12
     assert np.array_equal(unconverged(ds, "psnr_whole", 1e-12, 0.5, info), moving)
@@ -100,10 +124,10 @@ def test_a_tracker_must_be_another_metric_of_the_model():
 
 
 def test_a_plan_counts_the_whole_image_once_beside_the_checkpoints_without_making_it():
-    """The probe times checkpoints on the tiling and scales one by N / (tiling patches) for the last evaluation."""
+    """The probe times checkpoints on the windows and scales one by N / (their patches) for the last evaluation."""
     from svibench.plan import probe
 
-    tiled = probe(_spec(Budget(iterations=12), {"eval_patches": "tiling"}))
-    n, rows = 17 * 17, BPFA(image_patches(image="house", size=24), **SMALL, eval_patches="tiling").eval_rows.size
-    assert tiled.final_evaluation == pytest.approx(tiled.per_evaluation * n / rows)
+    sampled = probe(_spec(Budget(iterations=12), WINDOWS))
+    n, rows = 17 * 17, BPFA(image_patches(image="house", size=24), **SMALL, **WINDOWS).eval_rows.size
+    assert sampled.final_evaluation == pytest.approx(sampled.per_evaluation * n / rows)
     assert probe(_spec(Budget(iterations=12), {})).final_evaluation == 0
