@@ -296,7 +296,7 @@ def parse_study(
     claims, references = _parse_claims(raw, paper, problems, runs, info, report, every_problem, scale, labels, unrun,
                                        _commits(source))
     for checkpoints in {budgets[p.name][1] for p in problems}:
-        _warn_few_checkpoints(checkpoints, report, metrics)
+        _warn_few_checkpoints(checkpoints, report, {m for m in metrics if not info[m].tracked_by})
     authors = _parse_authors(report, source, problems)
     return Study(name, description, runs, skipped, paper, report, source, scale, tuple(plugins), raw | {"_text": text},
                  claims, references, authors)
@@ -718,7 +718,8 @@ def _check_reachable(claims: list[Claim], references: list[Reference], problems:
 
 
 def _warn_few_checkpoints(checkpoints: Checkpoints, report: dict[str, Any], metrics: set[str]) -> None:
-    """Warn when the plotted metrics get fewer than :data:`MIN_CHECKPOINTS` checkpoints per run."""
+    """Warn when the plotted metrics (``metrics`` that have a trajectory, unless ``[report] plot`` names them) get
+    fewer than :data:`MIN_CHECKPOINTS` checkpoints per run."""
     count = len(checkpoints.at) or checkpoints.count
     if count < MIN_CHECKPOINTS:
         plotted = ", ".join(sorted(report.get("plot", metrics)))

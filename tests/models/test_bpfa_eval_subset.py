@@ -1,6 +1,6 @@
-"""BPFA's evaluation windows: checkpoints estimate every metric on the patches covering seeded pixel windows (the
-PSNRs on those pixels, reconstructed as in the whole image), and the last checkpoint measures the whole image's PSNRs
-exactly as evaluating every patch does."""
+"""BPFA's evaluation subsets: checkpoints estimate every metric on the patches covering seeded pixel windows (the
+PSNRs on those pixels, reconstructed as in the whole image) or on a seeded subset of a factor matrix's rows, and the
+last checkpoint measures the whole data's metrics (``*_whole``) exactly as evaluating every row does."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +11,7 @@ from svibench.claims.convergence import unconverged
 from svibench.datasets.bpfa_synthetic import bpfa_synthetic
 from svibench.datasets.images import image_patches
 from svibench.metrics import Metric, MetricError, check_declaration, metric_table
-from svibench.models.bpfa import BPFA
+from svibench.models.bpfa import BPFA, WHOLE
 from svibench.runner import execute
 from svibench.spec import Budget, Checkpoints, ProblemSpec, RunSpec
 
@@ -36,7 +36,7 @@ def test_with_every_patch_evaluated_the_whole_image_psnrs_are_the_checkpoints(fi
     data, posterior = fitted
     model = BPFA(data, **SMALL)
     values = model.evaluate(posterior, np.random.default_rng(1))
-    assert values["psnr_whole"] == values["psnr"] and values["psnr_fit_whole"] == values["psnr_fit"]
+    assert all(values[f"{name}_whole"] == values[name] for name in WHOLE)
     assert model.evaluate_final(posterior, np.random.default_rng(1)) == {}
 
 
@@ -46,9 +46,9 @@ def test_the_last_checkpoint_measures_what_evaluating_every_patch_measures(fitte
     every = BPFA(data, **SMALL).evaluate(posterior, np.random.default_rng(1))
     sampled = BPFA(data, **SMALL, **WINDOWS)
     final = sampled.evaluate_final(posterior, np.random.default_rng(1))
-    assert final == {"psnr_whole": every["psnr"], "psnr_fit_whole": every["psnr_fit"]}
+    assert final == {f"{name}_whole": every[name] for name in WHOLE}
     assert "psnr_whole" not in sampled.evaluate(posterior, np.random.default_rng(1))
-    assert sampled.eval_rows.size < data.train["Y"].shape[0]
+    assert sampled.eval_subset.size < data.train["Y"].shape[0]
 
 
 def test_a_checkpoint_scores_the_windows_pixels_as_the_whole_image_reconstructs_them(fitted):
@@ -59,7 +59,7 @@ def test_a_checkpoint_scores_the_windows_pixels_as_the_whole_image_reconstructs_
 
     data, _ = fitted
     sampled = BPFA(data, **SMALL, **WINDOWS)
-    rows, pixels, meta = sampled.eval_rows, sampled.eval_pixels, data.meta
+    rows, pixels, meta = sampled.eval_subset, sampled.eval_pixels, data.meta
     clean = np.asarray(data.test["image"], dtype=float)
     means = np.random.default_rng(2).normal(size=sampled.Y.shape)  # any predictions, overlaps disagreeing
     whole = np.clip(assemble_patches(means * meta["scale"] + meta["offset"], clean.shape, meta["patch"]), 0, 255)
@@ -76,9 +76,43 @@ def test_a_checkpoint_scores_the_windows_pixels_as_the_whole_image_reconstructs_
 
 def test_the_windows_are_one_fixed_subset_per_seed(fitted):
     data, _ = fitted
-    a, b = (BPFA(data, **SMALL, **WINDOWS).eval_rows for _ in range(2))
+    a, b = (BPFA(data, **SMALL, **WINDOWS).eval_subset for _ in range(2))
     assert np.array_equal(a, b)
-    assert not np.array_equal(a, BPFA(data, **SMALL, **WINDOWS, eval_seed=1).eval_rows)
+    assert not np.array_equal(a, BPFA(data, **SMALL, **WINDOWS, eval_seed=1).eval_subset)
+
+
+def test_factor_data_evaluate_a_seeded_subset_of_rows_and_every_row_at_the_end():
+    data = bpfa_synthetic(n=300, dim=6, features=4, seed=0)
+    model = BPFA(data, features=4, predictive_samples=2, init_rows=50, init_sweeps=2)
+    alg = SVI(batch_size=50, t0=0.0, local="mf", view="sampled")
+    alg.init(model, np.random.default_rng(0))
+    for _ in range(10):
+        alg.step()
+    posterior = alg.posterior()
+    every = model.evaluate(posterior, np.random.default_rng(1))
+    sampled = BPFA(data, features=4, predictive_samples=2, init_rows=50, init_sweeps=2, eval_rows=60)
+    assert sampled.eval_subset.size == 60 and np.array_equal(sampled.eval_subset, np.unique(sampled.eval_subset))
+    assert sampled.final_evaluation_ratio() == 5.0
+    final = sampled.evaluate_final(posterior, np.random.default_rng(1))
+    assert final == {f"{name}_whole": every[name] for name in ("heldout_loglik", "mse", "draw_mse")}
+    estimate = sampled.evaluate(posterior, np.random.default_rng(1))
+    assert "mse_whole" not in estimate and estimate["mse"] != every["mse"]
+    assert estimate["mse"] == pytest.approx(every["mse"], rel=0.5)  # 60 of 300 rows: the same quantity, sampled
+
+
+@pytest.mark.parametrize("params, says", [
+    ({"eval_rows": 50}, r"eval_rows must be 0 \(every row\) or a subset of the 50 rows, got 50"),
+    ({"eval_rows": -1}, r"eval_rows must be 0 \(every row\) or a subset of the 50 rows, got -1"),
+])
+def test_a_row_subset_must_be_part_of_the_data(params, says):
+    with pytest.raises(ValueError, match=says):
+        BPFA(bpfa_synthetic(n=50, dim=4, features=3, seed=0), features=3, **params)
+
+
+def test_a_row_subset_is_for_factor_data(fitted):
+    data, _ = fitted
+    with pytest.raises(ValueError, match="eval_rows is for factor data; on an image use eval_patches = 'windows'"):
+        BPFA(data, **SMALL, eval_rows=10)
 
 
 def test_windows_need_an_image_and_a_known_choice():
@@ -128,6 +162,6 @@ def test_a_plan_counts_the_whole_image_once_beside_the_checkpoints_without_makin
     from svibench.plan import probe
 
     sampled = probe(_spec(Budget(iterations=12), WINDOWS))
-    n, rows = 17 * 17, BPFA(image_patches(image="house", size=24), **SMALL, **WINDOWS).eval_rows.size
+    n, rows = 17 * 17, BPFA(image_patches(image="house", size=24), **SMALL, **WINDOWS).eval_subset.size
     assert sampled.final_evaluation == pytest.approx(sampled.per_evaluation * n / rows)
     assert probe(_spec(Budget(iterations=12), {})).final_evaluation == 0
