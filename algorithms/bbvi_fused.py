@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
+
+from svibench.numerics.jit import numba
 
 __all__ = ["adam_update", "adam_steps"]
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import numba
 import numpy as np
 import scipy.linalg
 import scipy.sparse
 
+from svibench.numerics.jit import numba
 from svibench.algorithm import Algorithm
 from svibench.capabilities.latent_gaussian import GaussianFromSites, GaussianPosterior, LatentGaussian, expected_loglik
 from svibench.numerics.lbfgs import LBFGS

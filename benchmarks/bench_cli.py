@@ -1,13 +1,25 @@
-"""asv: what every ``svibench`` command costs before it does anything: importing the command line in a fresh
-interpreter, in process CPU seconds (the median of 3 processes; an import's wall time is its CPU time plus the
-machine's load).  Issue 33 ("remove what costs: process start, imports"): scipy.stats alone took ~1 s of it
-until the reference moments read Φ⁻¹ from scipy.special."""
+"""asv: what ``svibench`` commands cost a user who types them, in process CPU seconds (the median of 3 fresh
+processes; a command's wall time is its CPU time plus the machine's load): importing the command line, and each of
+the commands that should answer at once (``--help``, ``check --help``, ``list``, ``describe``).  Issue 33 ("remove
+what costs: process start, imports"): scipy.stats alone took ~1 s of the import until the reference moments read
+Φ⁻¹ from scipy.special; issue 51: the command line imports what a command uses when it runs."""
+import resource
 import statistics
 import subprocess
 import sys
 
 #: Run in the fresh interpreter: the CPU seconds of ``import svibench.cli``.
 CODE = "import time; t = time.process_time(); import svibench.cli; print(time.process_time() - t)"
+#: The commands timed whole, interpreter start included.
+COMMANDS = ("--help", "check --help", "list", "describe vmp")
+
+
+def _child_cpu(argv: list[str]) -> float:
+    """User + system CPU seconds of one child process running ``argv``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(argv, check=True, capture_output=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 class CommandLineStart:
@@ -21,3 +33,16 @@ class CommandLineStart:
         return statistics.median(seconds)
 
     track_import_cli.unit = "CPU seconds"
+
+
+class Command:
+    """CPU seconds of a whole ``svibench`` command in a fresh process (issue 51's target: at most 0.3 s each)."""
+
+    timeout = 120
+    params = list(COMMANDS)
+    param_names = ["command"]
+
+    def track_command(self, command):
+        return statistics.median(_child_cpu([sys.executable, "-m", "svibench.cli", *command.split()]) for _ in range(3))
+
+    track_command.unit = "CPU seconds"

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
+
+from svibench.numerics.jit import numba
 
 __all__ = ["full_rank_gradient", "mean_field_gradient"]
 

@@ -15,8 +15,8 @@ was 2× slower than scipy's sparse products, which leave no Python overhead wort
 """
 from __future__ import annotations
 
-import numba
 
+from svibench.numerics.jit import numba
 from svibench.numerics.expit import expit
 
 __all__ = ["dense_grad_log_joint"]

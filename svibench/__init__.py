@@ -5,14 +5,19 @@
 """
 from importlib.metadata import PackageNotFoundError, version
 
-from .numerics import jit_cache
-from .results import open_results
-
-jit_cache.install()  # before any of svibench's modules compiles (svibench.numerics.jit_cache)
-
 try:
     __version__ = version("svibench")
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
 __all__ = ["open_results", "__version__"]
+
+
+def __getattr__(name: str):
+    """``open_results`` on first use (PEP 562): importing svibench does not import xarray, so the command line
+    starts at once."""
+    if name == "open_results":
+        from .results import open_results
+
+        return open_results
+    raise AttributeError(f"module 'svibench' has no attribute {name!r}")

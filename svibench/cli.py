@@ -9,29 +9,28 @@ from collections import Counter
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from typing import Callable
 
-from .data import DataError
-from .executors import Executor, ExecutorError, dask_slots, require_distributed, run_dask, run_local
-from .memory import MemoryBudgetError
+from .errors import UserError
 from .reference import command as reference
-from .reference.artifact import ReferenceError
-from .reference.attach import missing_notes
-from .registry import RegistryError, get_registry
-from .results import ResultsError
-from .study import StudyError, load_study
-from .sweep import SweepError, pending_runs, run_study
+
+# The commands import what they use when they run, so that `svibench --help` and a command's --help start at once
+# (xarray, numba, scipy.stats and the registry's modules cost about 2 CPU s to import).
 
 __all__ = ["main"]
 
 
 def _cmd_describe(args: argparse.Namespace) -> int:
     from .describe import describe
+    from .registry import get_registry
 
     print(describe(args.name, get_registry(_plugins(args.plugin))))
     return 0
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    from .registry import get_registry
+
     reg = get_registry(tuple(str(Path(p).resolve()) for p in args.plugin))  # a plugin that fails is listed with why
     if args.params:
         from .describe import describe_all
@@ -69,8 +68,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _executor(args: argparse.Namespace, workers: int) -> Executor:
+def _executor(args: argparse.Namespace, workers: int) -> Callable:
     """The executor the options ask for, configured (it is called with the runs and ``on_progress``)."""
+    from .executors import require_distributed, run_dask, run_local
+
     memory = int(args.memory_limit * 2**30) if args.memory_limit else None
     if args.executor == "dask":
         require_distributed()
@@ -81,6 +82,8 @@ def _executor(args: argparse.Namespace, workers: int) -> Executor:
 def _workers(args: argparse.Namespace, runs: int) -> int:
     """How many runs execute at once: the size of the cluster at --address, else --workers (default: the cores)
     capped at the study's runs and this machine's cores, with a one-line warning when the cap bites."""
+    from .executors import ExecutorError, dask_slots
+
     if args.address and args.executor != "dask":
         raise ExecutorError("--address needs --executor dask")
     if args.address:
@@ -99,12 +102,14 @@ def _workers(args: argparse.Namespace, runs: int) -> int:
     return workers
 
 
-class CliError(RuntimeError):
+class CliError(UserError, RuntimeError):
     """An option the command cannot use (the message says which and what to give instead)."""
 
 
 def _plugins(files: list[str]) -> tuple[str, ...]:
     """The --plugin files, resolved; each one must load and define something, used by the study or not."""
+    from .registry import get_registry
+
     plugins = tuple(str(Path(p).resolve()) for p in files)
     unavailable = get_registry(plugins).unavailable
     for path in plugins:
@@ -122,6 +127,11 @@ def _folder(path: Path, option: str) -> Path:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from .reference.attach import missing_notes
+    from .registry import get_registry
+    from .study import load_study
+    from .sweep import run_study
+
     study = load_study(args.study, scale=args.scale, plugins=_plugins(args.plugin))
     out = _folder(Path(args.output) if args.output else Path(args.study).resolve().parent / "results", "-o")
     workers = _workers(args, len(study.runs))
@@ -166,6 +176,7 @@ def _plan_run(study, out: Path, workers: int, args: argparse.Namespace) -> int:
     """``run --plan``: the runs this command would make (those not kept in ``out``), their estimated CPU time and
     wall clock on ``workers`` (:mod:`svibench.plan`); nothing is run or written."""
     from .plan import format_study, plan_studies
+    from .sweep import pending_runs
 
     pending = pending_runs(study, out, resume=not args.no_resume, retry_failed=not args.keep_failed, force=args.force)
     if not pending.todo:
@@ -236,6 +247,7 @@ def _cmd_regenerate(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    from .registry import RegistryError
     from .testing import cli_check
 
     bad = [item for item in args.known_failure if "=" not in item]
@@ -364,8 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (StudyError, RegistryError, DataError, ResultsError, SweepError, ExecutorError, MemoryBudgetError,
-            CliError, ReferenceError) as exc:
+    except UserError as exc:
         print(f"svibench: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (`svibench list | head`): no traceback, as Python's docs advise

@@ -18,6 +18,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .errors import UserError
+
 __all__ = [
     "Dataset",
     "DataFile",
@@ -31,7 +33,7 @@ __all__ = [
 ]
 
 
-class DataError(RuntimeError):
+class DataError(UserError, RuntimeError):
     """A data file is missing, corrupt or malformed; the message says how to fix it."""
 
 

@@ -1,6 +1,12 @@
 """Exceptions shared across svibench's modules."""
 
-__all__ = ["Diverged", "IncompatibleModel"]
+__all__ = ["UserError", "Diverged", "IncompatibleModel"]
+
+
+class UserError(Exception):
+    """An input the user can fix (a study file, a name, a data file, an option): its message is one line that says
+    what is wrong and how to fix it, which the command line prints, exiting 2.  Each module's own error subclasses
+    it, so the command line catches them all without importing the modules that raise them."""
 
 
 class Diverged(FloatingPointError):

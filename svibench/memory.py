@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import psutil
 
 from .data import Dataset
+from .errors import UserError
 from .registry import get_registry
 from .spec import RunSpec
 
@@ -22,7 +23,7 @@ __all__ = ["MemoryBudgetError", "available_bytes", "run_budget", "algorithm_sett
 GIB = 2**30
 
 
-class MemoryBudgetError(RuntimeError):
+class MemoryBudgetError(UserError, RuntimeError):
     """A run would need more memory than one run may use; the message gives the estimate and the fix."""
 
 

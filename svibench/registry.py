@@ -25,6 +25,7 @@ from typing import Any, Iterable
 
 from .algorithm import Algorithm
 from .data import DatasetInfo
+from .errors import UserError
 from .model import Model
 
 __all__ = ["Registry", "AlgorithmEntry", "RegistryError", "get_registry", "accepted_params"]
@@ -44,7 +45,7 @@ def accepted_params(func: Callable) -> list[str]:
 
 
 
-class RegistryError(LookupError):
+class RegistryError(UserError, LookupError):
     """Unknown name, or two sources registering the same name."""
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .errors import UserError
 from .metrics import Metric, table_from_json, table_json
 from .registry import RegistryError, get_registry
 from .summary import metric_names
@@ -40,7 +41,7 @@ RUN_COORDS = ("run_id", "problem", "problem_base", "problem_grid", "model", "dat
 RUN_NUMBERS = ("warmup_seconds", "blas_threads", "wall_seconds", "accuracy_seconds")
 
 
-class ResultsError(RuntimeError):
+class ResultsError(UserError, RuntimeError):
     """A results path that is missing, empty or holds unreadable files."""
 
 

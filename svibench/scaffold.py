@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
+from .errors import UserError
+
 __all__ = ["ScaffoldError", "Scaffold", "new_algorithm"]
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 
 
-class ScaffoldError(ValueError):
+class ScaffoldError(UserError, ValueError):
     """A name that cannot be (or already is) a registry name, or a folder that is not empty."""
 
 

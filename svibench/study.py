@@ -74,6 +74,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .authors_code import AuthorsError, match_problems
+from .errors import UserError
 from .metrics import DERIVED, MetricError, check_declaration
 from .registry import AlgorithmEntry, Registry, RegistryError, accepted_params, get_registry
 from .claims.schema import (Claim, Reference, check_names, parse_claims, parse_references, scale_claims, skip_reasons,
@@ -85,7 +86,7 @@ from .spec import Budget, Checkpoints, ProblemSpec, RunSpec, UntilConverged, can
 __all__ = ["Study", "StudyError", "load_study", "parse_study"]
 
 
-class StudyError(ValueError):
+class StudyError(UserError, ValueError):
     """A study file that cannot be run; the message names the key and the fix."""
 
 

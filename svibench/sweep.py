@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .data import DataError, DatasetUnavailable, data_dir
+from .errors import UserError
 from .executors import Executor
 from .memory import over_budget, refuse, run_budget
 from .problem import load_dataset
@@ -31,7 +32,7 @@ RETRYABLE = ("failed", "timeout")
 MANIFEST_INTERVAL = 5.0
 
 
-class SweepError(RuntimeError):
+class SweepError(UserError, RuntimeError):
     """The results folder belongs to a different study, or similar; the message says what to do."""
 
 

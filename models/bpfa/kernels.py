@@ -71,10 +71,10 @@ from __future__ import annotations
 import math
 
 import llvmlite.binding
-import numba
 import numpy as np
 from numba.extending import get_cython_function_address
 
+from svibench.numerics.jit import numba
 from svibench.numerics.expit import expit_all
 
 __all__ = ["V_MIN", "pair_products", "factor_sweeps", "gibbs_sweeps"]

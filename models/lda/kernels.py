@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
+
+from svibench.numerics.jit import numba
 
 __all__ = ["mf_documents", "gibbs_documents", "collapsed_sweep", "digamma"]
 

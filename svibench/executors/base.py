@@ -7,6 +7,7 @@ from typing import Callable, Iterator, Protocol, Sequence
 import xarray as xr
 
 from ..clock import THREAD_VARS, pinned_threads
+from ..errors import UserError
 from ..progress import RunEvent
 from ..runner import to_dataset
 from ..spec import RunSpec
@@ -29,7 +30,7 @@ class Executor(Protocol):
     def __call__(self, specs: Sequence[RunSpec], *, on_progress: OnProgress | None = None) -> Iterator[xr.Dataset]: ...
 
 
-class ExecutorError(RuntimeError):
+class ExecutorError(UserError, RuntimeError):
     """The executor cannot start (e.g. an unreachable scheduler); the message says why."""
 
 

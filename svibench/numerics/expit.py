@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 from llvmlite import ir
 from numba.extending import intrinsic
+
+from svibench.numerics.jit import numba
 
 __all__ = ["expit", "expit_all"]
 

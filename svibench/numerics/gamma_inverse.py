@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
+
+from svibench.numerics.jit import numba
 
 __all__ = ["inverse_gamma_cdf"]
 

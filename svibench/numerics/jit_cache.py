@@ -10,7 +10,7 @@ The locators here stamp a function's cache with the hashes of its own file and o
 compiled function it calls, directly or through others (:func:`callee_files`).  An edit of any of them compiles
 it again; an unchanged tree still loads it from disk.  They take the functions of the packages in
 :data:`PACKAGES` and leave every other function to numba's own locators.  :func:`install` puts them first in
-numba's list; ``import svibench`` calls it, before any of svibench's modules compiles.
+numba's list; :mod:`svibench.numerics.jit`, whence svibench's compiled modules take numba, calls it.
 
 Callees are found by name in the function's globals (a compiled function, an intrinsic, or an attribute of a
 module it names) when numba creates the cache, which it does as the function is decorated: a callee from

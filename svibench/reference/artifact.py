@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse
 
 from svibench.data import Dataset
+from svibench.errors import UserError
 from svibench.registry import RegistryError, get_registry
 from svibench.spec import ProblemSpec, canonical_json
 
@@ -37,7 +38,7 @@ __all__ = ["Reference", "ReferenceError", "StaleReference", "FORMAT", "reference
 FORMAT = 1
 
 
-class ReferenceError(ValueError):
+class ReferenceError(UserError, ValueError):
     """A reference that cannot be used or made (the message says why and how to fix it)."""
 
 

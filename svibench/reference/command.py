@@ -3,22 +3,22 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from svibench.problem import build_model
-from svibench.spec import ProblemSpec
-from svibench.study import load_study
+if TYPE_CHECKING:  # the command imports what it uses when it runs: `svibench --help` builds this parser at once
+    from svibench.spec import ProblemSpec
 
-from .artifact import ReferenceError
-from .build import Made, make_reference
-from .capability import reference_kind
-from .diagnostics import Floor
-from .sampling import SamplerSettings
+    from .build import Made
 
 __all__ = ["add_parser", "study_problems", "describe"]
 
 
 def study_problems(study_file: str, names: list[str], scale: str, plugins: tuple[str, ...]) -> list[ProblemSpec]:
     """The study's problems (one per key, in study order), those named by ``names`` (a name or its grid's base)."""
+    from svibench.study import load_study
+
+    from .artifact import ReferenceError
+
     problems = {run.problem.key(): run.problem for run in load_study(study_file, scale=scale, plugins=plugins).runs}
     chosen = [p for p in problems.values() if not names or {p.name, p.base} & set(names)]
     unknown = [n for n in names if not any(n in (p.name, p.base) for p in problems.values())]
@@ -43,6 +43,14 @@ def describe(spec: ProblemSpec, made: Made) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Make each chosen problem's reference; a problem whose model cannot have one is skipped (an error if named)."""
+    from svibench.problem import build_model
+
+    from .artifact import ReferenceError
+    from .build import make_reference
+    from .capability import reference_kind
+    from .diagnostics import Floor
+    from .sampling import SamplerSettings
+
     plugins = tuple(str(Path(p).resolve()) for p in args.plugin)
     settings = SamplerSettings(args.chains, args.warmup, args.draws, args.thin, args.seed)
     floor, status = Floor(args.rhat_max, args.ess_min), 0

@@ -2,6 +2,7 @@
 numba's on-disk cache otherwise (``svibench.numerics.jit_cache``)."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ CALLER = "import numba\nfrom callee import f\n\n\n@numba.njit(cache=True)\ndef g
 RUN = """import sys
 sys.path.insert(0, {folder!r})
 from svibench.numerics import jit_cache
+jit_cache.install()
 jit_cache.PACKAGES.add("caller")
 import caller
 print(caller.g(), sum(caller.g.stats.cache_hits.values()))
@@ -40,3 +42,21 @@ def test_the_bpfa_kernels_are_stamped_with_the_compiled_sigmas_file():
     files = [Path(f) for f in jit_cache.callee_files(kernels.factor_sweeps.py_func)]
     assert Path(kernels.__file__).resolve() in files and Path(jit_cache.__file__).with_name("expit.py") in files
     assert isinstance(kernels.factor_sweeps._cache._impl.locator, jit_cache.InTreeLocator)
+
+
+def test_every_compiled_module_takes_numba_from_the_module_that_installs_the_locators():
+    """``import numba`` in one of svibench's modules would compile with numba's own stamp whenever that module is the
+    first to import numba (``import svibench`` does not install the locators)."""
+    import svibench.algorithms
+    import svibench.datasets
+    import svibench.models
+    import svibench.peers
+
+    roots = [Path(jit_cache.__file__).parents[1]] + [Path(p) for pkg in (svibench.algorithms, svibench.datasets,
+                                                                        svibench.models, svibench.peers) for p in pkg.__path__]
+    files = {path: path.read_text() for root in roots for path in root.rglob("*.py")
+             if path.name not in ("jit.py", "jit_cache.py")}
+    direct = [str(path) for path, text in files.items() if re.search(r"^import numba\b", text, re.M)]
+    assert not direct, f"import numba from svibench.numerics.jit in {direct}"
+    users = [path for path, text in files.items() if "numba." in text and "test" not in path.name]
+    assert len(users) >= 8 and all("from svibench.numerics.jit import numba" in files[path] for path in users), users
