@@ -166,7 +166,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.no_report:
         from .report import write_report  # seaborn/matplotlib load only when a report is written
 
-        report = write_report(out, out / "report")
+        try:
+            report = write_report(out, out / "report")
+        except KeyboardInterrupt:
+            return _report_interrupted(out, out / "report")
         if not args.quiet:
             print(f"report: {report.html} (open it in a browser; Markdown: {report.markdown.name})")
     return _exit_status(result.statuses, args.quiet)
@@ -226,10 +229,26 @@ def _exit_status(statuses: dict[str, str], quiet: bool) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
 
-    report = write_report(args.results, _folder(Path(args.output), "-o"), study=args.study,
-                          all_metrics=args.metrics == "all")
+    out = _folder(Path(args.output), "-o")
+    try:
+        report = write_report(args.results, out, study=args.study, all_metrics=args.metrics == "all")
+    except KeyboardInterrupt:
+        return _report_interrupted(Path(args.results), out)
     print(f"report: {report.html} ({len(report.figures)} figures; Markdown: {report.markdown})")
+    if report.unreadable:
+        level, status = ("warning", 0) if args.allow_missing else ("error", 1)
+        print(f"svibench: {level}: {len(report.unreadable)} unreadable run file(s) in {args.results} were left out of "
+              f"the report: {', '.join(report.unreadable)}; run the study again to remake them"
+              + ("" if args.allow_missing else " (--allow-missing: exit 0)"), file=sys.stderr)
+        return status
     return 0
+
+
+def _report_interrupted(results: Path, out: Path) -> int:
+    """Ctrl-C while a report is written: the runs are on disk; one line says how to finish the report (exit 130)."""
+    print(f"\ninterrupted while writing the report: the runs are saved in {results}; "
+          f"`svibench report {results} -o {out}` writes it", file=sys.stderr)
+    return 130
 
 
 def _cmd_regenerate(args: argparse.Namespace) -> int:
@@ -287,6 +306,18 @@ def _at_least_one(text: str) -> int:
     return value
 
 
+def _positive_gib(text: str) -> float:
+    """An argparse type: a positive number of GiB."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of GiB, got {text!r} (leave --memory-limit out "
+                                         "for no limit)")
+    return value
+
+
 def _add_run(sub) -> None:
     """The ``run`` command's options (the longest list; kept apart from :func:`build_parser`)."""
     p = sub.add_parser("run", help="run a study file")
@@ -298,7 +329,7 @@ def _add_run(sub) -> None:
     p.add_argument("--address", help="with --executor dask: a running scheduler, e.g. tcp://127.0.0.1:8786 "
                    "(default: start a LocalCluster)")
     p.add_argument("--retries", type=int, default=1, help="restarts of a run whose worker died (default 1)")
-    p.add_argument("--memory-limit", type=float, default=0, metavar="GiB",
+    p.add_argument("--memory-limit", type=_positive_gib, default=0, metavar="GiB",
                    help="address-space limit per local worker process, or memory limit per Dask LocalCluster worker "
                         "(a run over it ends failed); "
                         "a run whose model estimates more memory than this is refused before any run")
@@ -350,6 +381,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="folder for index.html, summary.md and figures/")
     p.add_argument("--study", help="take the claims, references, paper numbers and [report] from this study file "
                                    "instead of the copy saved with the results")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="exit 0 even when unreadable run files were left out of the report (they are named on stderr)")
     p.add_argument("--metrics", choices=("shown", "all"), default="shown",
                    help="figures and final metrics of the study's [report] plot or the models' primary metrics "
                         "(default), or of every recorded one")

@@ -47,6 +47,8 @@ class Report:
     figures: list[Path] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
+    #: Run files of the results that could not be read, left out of the report.
+    unreadable: list[str] = field(default_factory=list)
 
 
 def _results_folder(path: Path) -> Path:
@@ -242,7 +244,8 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     written = _write(Path(out), header, sections, figures + drawn + across[1:] + ([top] if top else []),
                      ledger(header, manifest, verdicts, amended))
     tables = [t for _, items in sections for t in items if isinstance(t, Table)]
-    return Report(Path(out), Path(out) / "index.html", Path(out) / "summary.md", written, tables, verdicts)
+    unreadable = [name.strip() for name in ds.attrs.get("corrupt_files", "").split(",") if name.strip()]
+    return Report(Path(out), Path(out) / "index.html", Path(out) / "summary.md", written, tables, verdicts, unreadable)
 
 
 def _write(out: Path, header, sections: list[Section], figures: list[ReportFigure], claims: dict) -> list[Path]:

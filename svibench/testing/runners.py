@@ -37,8 +37,9 @@ class ConformanceError(AssertionError):
 
 
 def run_checks(subject: Subject, known_failures: Mapping[str, str] | None = None) -> Iterator[CheckResult]:
-    """Run every check on ``subject``, yielding each outcome as it is known."""
-    known = dict(known_failures or {})
+    """Run every check on ``subject``, yielding each outcome as it is known; the checks its class declares
+    (``Algorithm.known_failures``) and ``known_failures`` are expected to fail."""
+    known = {**subject.entry.cls.known_failures, **(known_failures or {})}
     unknown = sorted(set(known) - {c.__name__ for c in CHECKS})
     if unknown:
         raise ValueError(f"known_failures names unknown checks {unknown}; checks: {', '.join(c.__name__ for c in CHECKS)}")
@@ -96,7 +97,8 @@ class _PytestCheck:
 
 def parametrize_with_checks(algorithms: Iterable[Any], *, plugins: Iterable[str] = (),
                             known_failures: Mapping[str, str] | None = None):
-    """A ``pytest.mark.parametrize`` over (algorithm, check) pairs; known failures become ``xfail``.
+    """A ``pytest.mark.parametrize`` over (algorithm, check) pairs; known failures (``known_failures`` and those the
+    algorithm's class declares) become ``xfail``.
 
     Examples
     --------
@@ -106,10 +108,10 @@ def parametrize_with_checks(algorithms: Iterable[Any], *, plugins: Iterable[str]
     """
     import pytest
 
-    known = dict(known_failures or {})
     params = []
     for obj in algorithms:
         for subject in resolve(obj, plugins):
+            known = {**subject.entry.cls.known_failures, **(known_failures or {})}
             for check in CHECKS:
                 marks = [pytest.mark.xfail(reason=known[check.__name__], strict=False)] if check.__name__ in known else []
                 params.append(pytest.param(subject, _PytestCheck(check), id=f"{subject.entry.name}-{check.__name__}", marks=marks))

@@ -168,6 +168,22 @@ def test_known_failure_is_reported_as_xfail(tmp_path):
     assert any(line.startswith("XFAIL") and "work in progress" in line for line in lines)
 
 
+def test_a_known_failure_the_class_declares_is_applied_without_being_told(tmp_path):
+    path = _plugin(tmp_path, "declares.py", "test-mutates-declared", """
+     known_failures = {"check_does_not_mutate_data": "declared by the class",
+                       "check_warm_up_does_not_perturb": "the same mutation"}
+
+     def init(self, model, rng):
+         super().init(model, rng)
+         if hasattr(model, "X"):
+             model.X.setflags(write=True)
+             model.X[0, 0] += 1.0
+     """)
+    lines: list[str] = []
+    assert cli_check(str(path), out=lines.append) == 0, "\n".join(lines)
+    assert any(line.startswith("XFAIL") and "declared by the class" in line for line in lines)
+
+
 def test_broken_plugins_do_not_break_listing_or_other_runs(tmp_path):
     broken = tmp_path / "broken.py"
     broken.write_text("import svibench_no_such_dependency\n")

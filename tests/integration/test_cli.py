@@ -259,9 +259,36 @@ def test_report_names_a_corrupt_run_file_as_corrupt_not_missing(tmp_path, faulty
     assert main(["run", str(_two_runs(tmp_path)), "--workers", "1", "--plugin", faulty_plugin, "--no-report", "-q"]) == 0
     victim = sorted((tmp_path / "results" / "runs").glob("*.nc"))[0]
     victim.write_bytes(b"not netcdf")
-    assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "report")]) == 0
-    summary = (tmp_path / "report" / "summary.md").read_text()
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "report")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("svibench: error: 1 unreadable run file(s)") and victim.name in err
+    summary = (tmp_path / "report" / "summary.md").read_text()  # written all the same: nothing is lost
     assert "| corrupt |" in summary and "its run file is unreadable" in summary and "interrupted sweep" not in summary
+    assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "report"), "--allow-missing"]) == 0
+    assert capsys.readouterr().err.startswith("svibench: warning: 1 unreadable run file(s)")
+
+
+def test_ctrl_c_while_the_report_is_written_is_one_line_and_exit_130(tmp_path, faulty_plugin, capsys, monkeypatch):
+    assert main(["run", str(_two_runs(tmp_path)), "--workers", "1", "--plugin", faulty_plugin, "--no-report", "-q"]) == 0
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("svibench.report.write_report", interrupted)
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "report")]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"svibench report {tmp_path / 'results'} -o {tmp_path / 'report'}" in err
+    assert sorted((tmp_path / "results" / "runs").glob("*.nc"))  # the runs stay on disk
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "lots"])
+def test_a_memory_limit_must_be_a_positive_number_of_gib(tmp_path, value, capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["run", str(tmp_path / "study.toml"), "--memory-limit", value])
+    assert exit.value.code == 2
+    assert f"expected a positive number of GiB, got {value!r}" in capsys.readouterr().err
 
 
 def test_the_dask_executor_without_dask_is_one_line_before_anything_is_written(tmp_path, monkeypatch, capsys):
