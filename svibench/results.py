@@ -38,7 +38,7 @@ __all__ = ["write_run", "read_run", "open_results", "run_files", "environment", 
 RUN_COORDS = ("run_id", "problem", "problem_base", "problem_grid", "model", "dataset", "algorithm", "label", "method",
               "variant", "seed", "params", "status", "message", "metric_info", "answer", "reference")
 #: Per-run numeric attributes that become float coordinates along ``run`` (NaN for runs written before them).
-RUN_NUMBERS = ("warmup_seconds", "blas_threads", "wall_seconds", "accuracy_seconds")
+RUN_NUMBERS = ("warmup_seconds", "blas_threads", "wall_seconds", "evaluation_seconds", "accuracy_seconds")
 
 
 class ResultsError(UserError, RuntimeError):
@@ -148,8 +148,9 @@ def open_results(path: str | Path, *, skip_corrupt: bool = False) -> xr.Dataset:
         and :func:`select_runs` read them) and :data:`RUN_NUMBERS`
         (``warmup_seconds``: CPU seconds of the warm-up before the clock;
         ``blas_threads``: BLAS/OpenMP threads in force during the run;
-        ``wall_seconds``: the whole run, wall clock; ``accuracy_seconds``: of
-        it, scoring against a reference posterior);
+        ``wall_seconds``: the whole run, wall clock; ``evaluation_seconds``: of
+        it, evaluating the checkpoints; ``accuracy_seconds``: of that, scoring
+        against a reference posterior);
         attributes from the manifest (study, versions, git commit, machine, and
         ``origins``: JSON of where each algorithm, model and dataset came from —
         built-in, entry point with its package's version, or plugin file with

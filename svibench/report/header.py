@@ -65,11 +65,31 @@ def _clock(ds: xr.Dataset) -> tuple[list[tuple[str, str]], list[str]]:
         total, most = number(np.nansum(warm), 3), number(np.nanmax(warm), 3)
         facts.append(("warm-up", f"{total} s CPU in all, at most {most} s in a run: compilation (numba) and first "
                                  "calls, before each run's clock, not in its time"))
+    cost = _cost(ds)
+    if cost:
+        facts.append(("cost", cost))
     threads = ds["blas_threads"].values if "blas_threads" in ds.coords else np.array([])
     if (threads > 1).any():
         caveats.append(f"{int((threads > 1).sum())} run(s) had BLAS/OpenMP pools of up to {int(np.nanmax(threads))} "
                        "threads (a library refused the limit): their CPU time counts every thread.")
     return facts, caveats
+
+
+def _cost(ds: xr.Dataset) -> str:
+    """What the study's runs cost, summed over them: stepping (the algorithms' CPU seconds), evaluating the
+    checkpoints (wall seconds, of which scoring against a reference), the warm-up (CPU), and evaluation's share."""
+    if "evaluation_seconds" not in ds.coords or "time" not in ds:
+        return ""
+    stepping = float(np.nansum(ds["time"].max("checkpoint").values))
+    evaluation = float(np.nansum(ds["evaluation_seconds"].values))
+    scoring = float(np.nansum(ds["accuracy_seconds"].values)) if "accuracy_seconds" in ds.coords else 0.0
+    warm = float(np.nansum(ds["warmup_seconds"].values)) if "warmup_seconds" in ds.coords else 0.0
+    total = stepping + evaluation + warm
+    if not total > 0:
+        return ""
+    return (f"{number(total, 3)} s over the runs: stepping {number(stepping, 3)} s CPU, evaluation {number(evaluation, 3)} s "
+            f"wall ({evaluation / total:.0%}; scoring against references {number(scoring, 3)} s of it), warm-up "
+            f"{number(warm, 3)} s CPU")
 
 
 def make_header(ds: xr.Dataset, manifest: dict[str, Any], settings: ReportSettings,

@@ -278,6 +278,10 @@ def test_header_says_times_are_cpu_seconds_with_the_warm_up_apart(results):
     assert "3 run(s) had BLAS/OpenMP pools of up to 2 threads" in header.caveats[1]
     old = make_header(ds.drop_vars(["wall_time", "warmup_seconds", "blas_threads"]), {}, ReportSettings(), None)
     assert old.caveats[0].startswith("Times are wall-clock algorithm seconds") and "warm-up" not in dict(old.facts)
+    stepping, evaluation = ds["time"].max("checkpoint").values.sum(), ds["evaluation_seconds"].values.sum()
+    share = evaluation / (stepping + evaluation + warm.sum())
+    assert facts["cost"].startswith(f"{stepping + evaluation + warm.sum():.3g} s over the runs: stepping {stepping:.3g} s "
+                                    f"CPU, evaluation {evaluation:.3g} s wall ({share:.0%}; scoring against references")
     target = ReportSettings.parse({"target": {"metric": "test_mse", "relative": 0.1}}).targets[0]
     assert target.threshold(2.0, lower=True) == pytest.approx(2.2)
     assert target.threshold(-100.0, lower=False) == pytest.approx(-110.0)
