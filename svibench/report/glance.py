@@ -28,12 +28,12 @@ LEDGER = "claims.json"
 GLANCE_TOP = 3
 
 RANKING_NOTE = ("Best first: ranked by median CPU time to the target ({target}) over the instances (problem × seed; "
-                "random splits pooled), a run that is not ok or never gets there counting as never. first k/n: on k of "
-                "its n instances it reached the target strictly before every other algorithm, at the checkpoints' "
-                "resolution; = j: tied for first on j (the checkpoints cannot tell them apart). Final: median final "
-                "value; vs leader: median paired difference to the leader's final value, a tie when within the "
-                "target's tolerance. † k: k runs unconverged (still moving by more than {tol:g} (relative) and their seed-to-seed noise over the last "
-                "{window:.0%} of checkpoints).")
+                "random splits pooled), a run that is not ok or never gets there counting as never. First to target, "
+                "'k of n, tied on j': on k of its n instances it reached the target strictly before every other "
+                "algorithm, and on j more together with another (the checkpoints cannot tell them apart). Final: "
+                "median final value; vs leader: median paired difference to the leader's final value, a tie when "
+                "within the target's tolerance. † k: k runs unconverged (still moving by more than {tol:g} (relative) "
+                "and their seed-to-seed noise over the last {window:.0%} of checkpoints).")
 
 
 def _health(rec) -> str:
@@ -49,7 +49,7 @@ def _rank_row(rec) -> list[str]:
     time = "never" if not np.isfinite(rec.time) else f"{rec.time:.3g} s"
     versus = DASH if leader else ("tie" if rec.tie else (DASH if np.isnan(rec.diff) else f"Δ {rec.diff:+.3g}"))
     label = rec.label + (" († unconverged)" if leader and rec.unconverged else "")
-    first = f"{rec.first}/{rec.instances}" + (f", = {rec.tied}" if rec.tied else "")
+    first = f"{rec.first} of {rec.instances}" + (f", tied on {rec.tied}" if rec.tied else "")
     return [rec.pool, label, time, first, number(rec.final, 6), versus, _health(rec)]
 
 
@@ -60,7 +60,7 @@ def ranking_tables(rank: pd.DataFrame, unranked: dict[str, list[str]], target: T
     key says so instead."""
     if rank.empty and not unranked:
         return None
-    columns = ["problem", "algorithm", "to target (CPU)", "first", f"final {target.metric}", "vs leader", "runs"]
+    columns = ["problem", "algorithm", "to target (CPU)", "first to target", f"final {target.metric}", "vs leader", "runs"]
     note = RANKING_NOTE.format(target=target.describe(), tol=tolerance, window=window)
     left_out = [[pool, f"not ranked on {', '.join(problems)}: its model declares {target.metric} no fair ranking "
                  "key there", "", "", "", "", ""] for pool, problems in sorted(unranked.items())]
