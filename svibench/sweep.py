@@ -5,6 +5,7 @@ import hashlib
 import inspect
 import json
 import time
+import tomllib
 from dataclasses import dataclass, field
 from importlib.metadata import packages_distributions, version
 from pathlib import Path
@@ -160,8 +161,37 @@ def _refuse_changed_study(old: dict, study: Study, folder: Path) -> None:
         return ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
     changes = ([f"{len(gone)} stored run(s) no longer in the study ({some(gone)})"] if gone else []) + (
         [f"{len(new)} new run(s) ({some(new)})"] if new else [])
-    raise SweepError(f"the study file changed since {folder} was written: {'; '.join(changes)}; "
+    keys = changed_keys(old.get("study_toml", ""), study.raw.get("_text", ""))
+    what = f" ({some(keys)})" if keys else ""
+    raise SweepError(f"the study file changed since {folder} was written{what}: {'; '.join(changes) or 'same runs'}; "
                      "use another -o folder, or --force to keep the old runs and add the new ones")
+
+
+def changed_keys(old_text: str, new_text: str) -> list[str]:
+    """The keys whose values differ between two versions of a study file, as ``key: old → new`` (``[[table]] #i``
+    for an entry of an array of tables); empty when either does not parse."""
+    try:
+        old, new = _flatten(tomllib.loads(old_text)), _flatten(tomllib.loads(new_text))
+    except tomllib.TOMLDecodeError:
+        return []
+    absent = "(absent)"
+    return [f"{key}: {old.get(key, absent)} → {new.get(key, absent)}" for key in sorted(old.keys() | new.keys())
+            if old.get(key, absent) != new.get(key, absent)]
+
+
+def _flatten(table: dict, prefix: str = "") -> dict[str, str]:
+    """``table``'s leaves by dotted key, each value as TOML-like text; arrays of tables as ``name #i``."""
+    out = {}
+    for key, value in table.items():
+        name = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, dict):
+            out.update(_flatten(value, name))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            for i, item in enumerate(value):
+                out.update(_flatten(item, f"[[{name}]] #{i + 1}"))
+        else:
+            out[name] = json.dumps(value, default=str)
+    return out
 
 
 def check_data(runs: Sequence[RunSpec], budget: tuple[int | None, str] = (None, "")) -> None:

@@ -163,6 +163,7 @@ def test_run_plan_estimates_the_runs_the_command_would_make_and_writes_nothing(t
     assert main(run + ["--plan"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the study file changed since" in err
+    assert '([[algorithm]] #1.params.kappa: 0.6 → [0.6, 0.9])' in err  # the key that changed, then the runs it moves
 
 
 def _dies(run):
