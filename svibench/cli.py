@@ -162,17 +162,32 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"unreadable run files (run again): {', '.join(result.corrupt)}", file=sys.stderr)
     if not args.quiet:
         print(f"{len(result.executed)} runs made, {len(result.reused)} already on disk")
-        print(_final_metrics_text(out))
-    if not args.no_report:
-        from .report import write_report  # seaborn/matplotlib load only when a report is written
-
-        try:
-            report = write_report(out, out / "report")
-        except KeyboardInterrupt:
-            return _report_interrupted(out, out / "report")
+    if args.no_report:
         if not args.quiet:
-            print(f"report: {report.html} (open it in a browser; Markdown: {report.markdown.name})")
+            print(_final_metrics_text(out))
+        return _exit_status(result.statuses, args.quiet)
+    from .report import write_report  # seaborn/matplotlib load only when a report is written
+
+    try:
+        report = write_report(out, out / "report")
+    except KeyboardInterrupt:
+        return _report_interrupted(out, out / "report")
+    if not args.quiet:
+        print(_first_screen_text(report) or _final_metrics_text(out))
+        print(f"report: {report.html} (open it in a browser; Markdown: {report.markdown.name})")
     return _exit_status(result.statuses, args.quiet)
+
+
+def _first_screen_text(report) -> str:
+    """The report's first-screen ranking as text (its title, the table, where its columns are explained); empty if
+    the report has none."""
+    import pandas as pd
+
+    table = next((t for t in report.tables if t.title.startswith("Ranking: ")), None)
+    if table is None:
+        return ""
+    text = pd.DataFrame(table.rows, columns=table.columns).to_string(index=False)
+    return f"{table.title}\n{text}\n(as the report's first screen; its columns are explained under the table there)"
 
 
 def _plan_run(study, out: Path, workers: int, args: argparse.Namespace) -> int:

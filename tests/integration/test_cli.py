@@ -115,16 +115,23 @@ def test_exit_status_is_1_when_a_run_failed_with_the_counts_in_the_last_line(tmp
     assert code == 1 and out == ""
     assert err.strip().splitlines()[-1] == "2 runs: 1 ok, 0 diverged, 1 failed, 0 timed out; exit status 1 " \
                                            "(see `message` in the results)"
-    # the console's table matches the report: a failed run's metrics are "—", not its last checkpoint
+    # the console ends with the report's first-screen ranking: the failed run counts as never, with its health
     code = main(["run", str(study), "--workers", "1", "--plugin", faulty_plugin, "--keep-failed"])
     out, err = capsys.readouterr()
     assert code == 1  # the failed run is kept, so the study still holds a failure
-    failing = next(line for line in out.splitlines() if "test-failing" in line)
-    assert failing.split()[-1] == "0/1" and "—" in failing
+    lines = out.splitlines()
+    title = next(i for i, line in enumerate(lines) if line.startswith("Ranking: first to "))
+    failing = next(line for line in lines[title:] if "test-failing" in line)
+    assert "never" in failing and failing.endswith("0/1 ok, 1 failed/timed out")
     report = (tmp_path / "results" / "report" / "summary.md").read_text()  # beside the (ignored) results
-    final = report[report.index("Final metrics"):]
-    row = next(line for line in final.splitlines() if "test-failing" in line and line.endswith("0/1 |"))
-    assert row.count("—") == failing.count("—")
+    assert lines[title] in report
+    row = next(line for line in report[report.index(lines[title]):].splitlines() if "test-failing" in line)
+    cells = " ".join(cell.strip().strip("*") for cell in row.strip().strip("|").split("|"))
+    assert " ".join(cells.split()) == " ".join(failing.split())  # the same cells as the report's row
+    # with --no-report the console shows the final metrics: a failed run's are "—", not its last checkpoint
+    main(["run", str(study), "--workers", "1", "--plugin", faulty_plugin, "--keep-failed", "--no-report"])
+    failing = next(line for line in capsys.readouterr().out.splitlines() if "test-failing" in line)
+    assert failing.split()[-1] == "0/1" and "—" in failing
 
 
 def test_diverged_runs_are_results_not_faults_exit_status_0(tmp_path, faulty_plugin, capsys):
