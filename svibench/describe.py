@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -32,35 +33,49 @@ class Param:
     default: Any
     meaning: str
 
-    def line(self) -> str:
+    def line(self, shared_with: str = "") -> str:
+        """The parameter's name, type and default, then its whole meaning, wrapped (``shared_with``: the parameter
+        listed just before it with the same meaning, named instead of repeating it)."""
         default = "required" if self.default is inspect.Parameter.empty else f"default {self.default!r}"
-        return f"  {self.name:<22} {self.type:<28} {default:<24} {self.meaning or '(no description)'}"
+        head = f"  {self.name:<22} {self.type:<28} {default:<24} "
+        meaning = f"(as {shared_with})" if shared_with else (self.meaning or "(no description)")
+        return "\n".join(textwrap.wrap(meaning, width=max(WIDTH, len(head) + 30), initial_indent=head,
+                                        subsequent_indent=" " * 6, break_on_hyphens=False))
+
+
+#: Width of a parameter's lines.
+WIDTH = 118
+
+
+def _lines(params: list[Param]) -> list[str]:
+    """:meth:`Param.line` of each, a meaning shared with the parameter before it (``a, b : float``) written once."""
+    return [p.line(params[i - 1].name if i and p.meaning and p.meaning == params[i - 1].meaning else "")
+            for i, p in enumerate(params)]
 
 
 def _docstring_entries(doc: str) -> dict[str, tuple[str, str]]:
-    """name → (type line, first line of the description) from a numpydoc ``Parameters`` section (numpydoc's own
-    parser; names listed together, ``a, b : float``, share one entry)."""
+    """name → (type line, the whole description as plain text) from a numpydoc ``Parameters`` section (numpydoc's
+    own parser; names listed together, ``a, b : float``, share one entry)."""
     from numpydoc.docscrape import NumpyDocString  # only `describe` needs it: not on every command's import path
 
     try:
         parameters = NumpyDocString(inspect.cleandoc(doc or ""))["Parameters"]
     except Exception:  # a docstring numpydoc cannot parse describes nothing rather than failing the command
         return {}
-    return {name.strip(): (p.type.strip(), _first_sentence(" ".join(line.strip() for line in p.desc)))
+    return {name.strip(): (plain(p.type.strip()), plain(" ".join(line.strip() for line in p.desc)))
             for p in parameters for name in p.name.split(",")}
 
 
-#: Words whose period ends no sentence ("eq. 14", "i.e. 1 − r", "e.g. from", "Ranganath et al. 2014").
-_ABBREVIATION = re.compile(r"\b(e\.g|i\.e|eq|Eq|al|cf|vs|Alg|App|Fig|Sec)$")
+#: Sphinx roles (``:func:`~a.b.c```, ``:data:`X```) and literals (````x````) of a docstring.
+_ROLE = re.compile(r":[a-z]+:`(~?)([^`]+)`")
+_LITERAL = re.compile(r"``([^`]+)``")
 
 
-def _first_sentence(text: str, width: int = 120) -> str:
-    """The description's first sentence (up to a ``;`` or a ``.`` that ends no abbreviation), shortened to ``width``."""
-    ends = (m.start() for m in re.finditer(r"[.;](\s|$)", text)
-            if text[m.start()] == ";" or not _ABBREVIATION.search(text[:m.start()]))
-    end = next(ends, None)
-    sentence = text[:end + 1] if end is not None else text
-    return sentence if len(sentence) <= width else sentence[:width - 1].rstrip() + "…"
+def plain(text: str) -> str:
+    """``text`` with its reStructuredText markup read as a terminal shows it: a role's target (its last part when
+    written ``~a.b.c``) and a literal's content, without the backticks."""
+    text = _ROLE.sub(lambda m: m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2), text)
+    return _LITERAL.sub(r"\1", text)
 
 
 def _params(func: Callable, names: list[str], *docs: str) -> list[Param]:
@@ -82,8 +97,7 @@ def _algorithm(entry: AlgorithmEntry, registry: Registry) -> list[str]:
     lines = [f"algorithm {entry.name}: {entry.label}  [{entry.source}]", f"  {(cls.__doc__ or '').strip().splitlines()[0]}"]
     if entry.fixed:
         lines.append(f"  a preset of {cls.name}: " + ", ".join(f"{k}={v!r}" for k, v in entry.fixed.items()))
-    lines += ["Parameters ([[algorithm]] params):"] + [p.line() for p in _params(cls.__init__, entry.param_names(),
-                                                                                 cls.__doc__ or "")]
+    lines += ["Parameters ([[algorithm]] params):"] + _lines(_params(cls.__init__, entry.param_names(), cls.__doc__ or ""))
     reasons = {m: why for (a, m), why in registry.compatibility().items() if a == entry.name}
     runs_on = [m for m, why in reasons.items() if why is None]
     if runs_on:
@@ -95,8 +109,7 @@ def _algorithm(entry: AlgorithmEntry, registry: Registry) -> list[str]:
 def _model(cls: type, source: str) -> list[str]:
     lines = [f"model {cls.name}  [{source}]", f"  {(cls.__doc__ or '').strip().splitlines()[0]}",
              f"  data kinds: {', '.join(cls.data_kinds)}", "Parameters ([[problem]] model_params):"]
-    lines += [p.line() for p in _params(cls.__init__, accepted_params(cls.__init__), cls.__doc__ or "",
-                                        cls.__init__.__doc__ or "")]
+    lines += _lines(_params(cls.__init__, accepted_params(cls.__init__), cls.__doc__ or "", cls.__init__.__doc__ or ""))
     lines.append(f"Metrics (answer: {getattr(cls, 'answer', '')}; * shown by default):")
     for m in check_declaration(cls).values():
         span = f"[{m.low:g}, {m.high:g}]"
@@ -113,7 +126,7 @@ def _dataset(info: DatasetInfo, source: str) -> list[str]:
              "Parameters ([[problem]] dataset_params):"]
     names, module = accepted_params(info.loader), inspect.getmodule(info.loader)
     docs = (info.loader.__doc__ or "", getattr(module, "__doc__", "") or "")  # the loader's own entries first
-    lines += [p.line() for p in _params(info.loader, names, *docs)]
+    lines += _lines(_params(info.loader, names, *docs))
     if not info.files and "path" in names:  # the user's own file (bow-file): nothing pinned, nothing generated
         checked = ", checked against sha256" if "sha256" in names else ""
         return lines + [f"Files: the file you give as path{checked} (see path above)"]

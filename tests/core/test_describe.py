@@ -6,7 +6,7 @@ import re
 import pytest
 
 from svibench.cli import main
-from svibench.describe import _first_sentence, describe, describe_all
+from svibench.describe import describe, describe_all, plain
 from svibench.registry import get_registry
 from svibench.study import StudyError, parse_study
 
@@ -18,6 +18,8 @@ def _printed(text: str, header: str) -> list[str]:
     block = text.split(header, 1)[1].split("\n")[1:]
     names = []
     for line in block:
+        if line.startswith(" " * 6):  # a meaning's wrapped continuation
+            continue
         if not line.startswith("  ") or line.startswith("   "):
             break
         names.append(line.split()[0])
@@ -116,12 +118,13 @@ def test_a_parameter_that_the_loaders_of_a_module_share_is_documented_once_there
     assert "corpus" in line["lda-synthetic"] and "corpus" not in line["reuters"]  # the loader's own wins
 
 
-def test_a_printed_meaning_runs_past_an_abbreviations_period_to_the_end_of_its_sentence():
-    assert _first_sentence("Doubly-stochastic CVI (eq. 14) with minibatches. More.") == \
-        "Doubly-stochastic CVI (eq. 14) with minibatches."
-    assert _first_sentence("As Hoffman et al. 2010, e.g. from a file; i.e. 1 − r.") == "As Hoffman et al. 2010, e.g. from a file;"
-    assert _first_sentence("Draws per gradient") == "Draws per gradient"
-    assert not re.search(r"\b(eq|e\.g|i\.e|al)\.$", describe_all(REGISTRY), re.M)
+def test_a_meaning_is_printed_whole_as_plain_text_and_a_shared_one_once():
+    assert plain("Gradients with ``n_samples`` draws (:func:`~svibench.numerics.quadrature.expectation_rule`, "
+                 ":data:`LOCALS`).") == "Gradients with n_samples draws (expectation_rule, LOCALS)."
+    text = describe("cvi", REGISTRY)
+    assert "…" not in text and "``" not in text and not re.search(r":[a-z]+:`", describe_all(REGISTRY))
+    assert "with neither (w=None), Robbins–Monro" in " ".join(text.split())  # past the first sentence
+    assert re.search(r"^  rho .*\(as w\)$", text, re.M)  # `w, rho : float`: the meaning once, under w
 
 
 def test_a_peer_without_its_library_says_why_it_runs_nowhere_in_describe_and_check(monkeypatch, capsys):
