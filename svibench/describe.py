@@ -48,9 +48,13 @@ WIDTH = 118
 
 
 def _lines(params: list[Param]) -> list[str]:
-    """:meth:`Param.line` of each, a meaning shared with the parameter before it (``a, b : float``) written once."""
-    return [p.line(params[i - 1].name if i and p.meaning and p.meaning == params[i - 1].meaning else "")
-            for i, p in enumerate(params)]
+    """:meth:`Param.line` of each, a meaning shared with the parameters before it (``a, b : float``) written once,
+    under the first of them."""
+    lines, first = [], None
+    for i, p in enumerate(params):
+        first = first if i and p.meaning and p.meaning == params[i - 1].meaning else p
+        lines.append(p.line(first.name if first is not p else ""))
+    return lines
 
 
 def _docstring_entries(doc: str) -> dict[str, tuple[str, str]]:
@@ -78,11 +82,17 @@ def plain(text: str) -> str:
     return _LITERAL.sub(r"\1", text)
 
 
+#: A parameter documented by reference to another class's entry ("As in :class:`SVI`.").
+_AS_IN = re.compile(r"As in :class:`~?([\w.]+)`")
+
+
 def _params(func: Callable, names: list[str], *docs: str) -> list[Param]:
-    """``func``'s parameters ``names``, each from the first of ``docs`` whose ``Parameters`` section has it."""
+    """``func``'s parameters ``names``, each from the first of ``docs`` whose ``Parameters`` section has it, an entry
+    that only says "As in X." read from the later ones (:func:`_referenced_docs` puts X's there)."""
     signature, documented = inspect.signature(func).parameters, {}
     for doc in reversed(docs):
-        documented.update(_docstring_entries(doc))
+        documented.update({name: entry for name, entry in _docstring_entries(doc).items()
+                           if name not in documented or not re.fullmatch(r"As in [\w.]+\.?", entry[1])})
     out = []
     for name in names:
         p = signature[name]
@@ -97,13 +107,23 @@ def _algorithm(entry: AlgorithmEntry, registry: Registry) -> list[str]:
     lines = [f"algorithm {entry.name}: {entry.label}  [{entry.source}]", f"  {(cls.__doc__ or '').strip().splitlines()[0]}"]
     if entry.fixed:
         lines.append(f"  a preset of {cls.name}: " + ", ".join(f"{k}={v!r}" for k, v in entry.fixed.items()))
-    lines += ["Parameters ([[algorithm]] params):"] + _lines(_params(cls.__init__, entry.param_names(), cls.__doc__ or ""))
+    lines += ["Parameters ([[algorithm]] params):"] + _lines(_params(cls.__init__, entry.param_names(),
+                                                                     *_referenced_docs(cls)))
     reasons = {m: why for (a, m), why in registry.compatibility().items() if a == entry.name}
     runs_on = [m for m, why in reasons.items() if why is None]
     if runs_on:
         return lines + [f"Runs on models: {', '.join(runs_on)}"]
     why = "; ".join(dict.fromkeys(reasons.values())) or "no models"  # each distinct reason, e.g. a missing library
     return lines + [f"Runs on models: none ({why})"]
+
+
+def _referenced_docs(cls: type) -> list[str]:
+    """``cls``'s docstring, then those of the classes its entries refer to ("As in :class:`SVI`."), found in its
+    module."""
+    doc = cls.__doc__ or ""
+    module = vars(inspect.getmodule(cls) or object())
+    named = dict.fromkeys(_AS_IN.findall(doc))
+    return [doc] + [getattr(module.get(name.rsplit(".", 1)[-1]), "__doc__", "") or "" for name in named]
 
 
 def _model(cls: type, source: str) -> list[str]:

@@ -125,6 +125,8 @@ def test_a_meaning_is_printed_whole_as_plain_text_and_a_shared_one_once():
     assert "…" not in text and "``" not in text and not re.search(r":[a-z]+:`", describe_all(REGISTRY))
     assert "with neither (w=None), Robbins–Monro" in " ".join(text.split())  # past the first sentence
     assert re.search(r"^  rho .*\(as w\)$", text, re.M)  # `w, rho : float`: the meaning once, under w
+    vmp = describe("vmp", REGISTRY)  # its docstring says "As in :class:`SVI`.": SVI's entries, expanded
+    assert "As in" not in vmp and "Cap on local coordinate-ascent sweeps" in vmp
 
 
 def test_a_peer_without_its_library_says_why_it_runs_nowhere_in_describe_and_check(monkeypatch, capsys):
