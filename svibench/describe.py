@@ -22,7 +22,7 @@ from .data import DatasetInfo, data_dir
 from .metrics import check_declaration
 from .registry import AlgorithmEntry, Registry, RegistryError, accepted_params
 
-__all__ = ["Param", "describe", "describe_all"]
+__all__ = ["Param", "describe", "describe_all", "algorithm_params", "model_params", "dataset_params"]
 
 @dataclass(frozen=True)
 class Param:
@@ -32,6 +32,30 @@ class Param:
     type: str
     default: Any
     meaning: str
+
+    def refusal(self, value: Any) -> str:
+        """Why a study may not give this parameter ``value`` (empty: it may): a meaning that says the parameter is
+        "not possible in a study", or a value outside the declared type's range (``int ≥ 1``, ``float > 0``,
+        ``float in (0.5, 1]``) or set (``{"mc", "exact"}``)."""
+        if "not possible in a study" in self.meaning:
+            return f"{self.name} cannot be set in a study: {self.meaning}"
+        kind = re.sub(r",\s*optional$", "", self.type)
+        bound = re.fullmatch(r"(int|float) (≥|>) (-?[\d.]+)", kind)
+        span = re.fullmatch(r"(int|float) in ([\[(])(-?[\d.]+), (-?[\d.]+)([\])])", kind)
+        choices = re.fullmatch(r"\{(.+)\}", kind)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if bound and number:
+            low = float(bound.group(3))
+            inside = value >= low if bound.group(2) == "≥" else value > low
+        elif span and number:
+            low, high = float(span.group(3)), float(span.group(4))
+            inside = ((value >= low) if span.group(2) == "[" else (value > low)) and \
+                     ((value <= high) if span.group(5) == "]" else (value < high))
+        elif choices and isinstance(value, str):
+            inside = value in re.findall(r'"([^"]*)"', choices.group(1))
+        else:
+            return ""
+        return "" if inside else f"{self.name} = {value!r} is outside its declared range: {kind}"
 
     def line(self, shared_with: str = "") -> str:
         """The parameter's name, type and default, then its whole meaning, wrapped (``shared_with``: the parameter
@@ -107,14 +131,31 @@ def _algorithm(entry: AlgorithmEntry, registry: Registry) -> list[str]:
     lines = [f"algorithm {entry.name}: {entry.label}  [{entry.source}]", f"  {(cls.__doc__ or '').strip().splitlines()[0]}"]
     if entry.fixed:
         lines.append(f"  a preset of {cls.name}: " + ", ".join(f"{k}={v!r}" for k, v in entry.fixed.items()))
-    lines += ["Parameters ([[algorithm]] params):"] + _lines(_params(cls.__init__, entry.param_names(),
-                                                                     *_referenced_docs(cls)))
+    lines += ["Parameters ([[algorithm]] params):"] + _lines(algorithm_params(entry))
     reasons = {m: why for (a, m), why in registry.compatibility().items() if a == entry.name}
     runs_on = [m for m, why in reasons.items() if why is None]
     if runs_on:
         return lines + [f"Runs on models: {', '.join(runs_on)}"]
     why = "; ".join(dict.fromkeys(reasons.values())) or "no models"  # each distinct reason, e.g. a missing library
     return lines + [f"Runs on models: none ({why})"]
+
+
+def algorithm_params(entry: AlgorithmEntry) -> list[Param]:
+    """What a study may set for an algorithm, as documented."""
+    return _params(entry.cls.__init__, entry.param_names(), *_referenced_docs(entry.cls))
+
+
+def model_params(cls: type) -> list[Param]:
+    """What a study may set for a model (``model_params``), as documented."""
+    return _params(cls.__init__, accepted_params(cls.__init__), cls.__doc__ or "", cls.__init__.__doc__ or "")
+
+
+def dataset_params(info: DatasetInfo) -> list[Param]:
+    """What a study may set for a dataset (``dataset_params``), as documented: the loader's own entries first, then
+    its module's."""
+    module = inspect.getmodule(info.loader)
+    return _params(info.loader, accepted_params(info.loader), info.loader.__doc__ or "",
+                   getattr(module, "__doc__", "") or "")
 
 
 def _referenced_docs(cls: type) -> list[str]:
@@ -129,7 +170,7 @@ def _referenced_docs(cls: type) -> list[str]:
 def _model(cls: type, source: str) -> list[str]:
     lines = [f"model {cls.name}  [{source}]", f"  {(cls.__doc__ or '').strip().splitlines()[0]}",
              f"  data kinds: {', '.join(cls.data_kinds)}", "Parameters ([[problem]] model_params):"]
-    lines += _lines(_params(cls.__init__, accepted_params(cls.__init__), cls.__doc__ or "", cls.__init__.__doc__ or ""))
+    lines += _lines(model_params(cls))
     lines.append(f"Metrics (answer: {getattr(cls, 'answer', '')}; * shown by default):")
     for m in check_declaration(cls).values():
         span = f"[{m.low:g}, {m.high:g}]"
@@ -144,9 +185,8 @@ def _model(cls: type, source: str) -> list[str]:
 def _dataset(info: DatasetInfo, source: str) -> list[str]:
     lines = [f"dataset {info.name} (kind {info.kind})  [{source}]", f"  {info.description}",
              "Parameters ([[problem]] dataset_params):"]
-    names, module = accepted_params(info.loader), inspect.getmodule(info.loader)
-    docs = (info.loader.__doc__ or "", getattr(module, "__doc__", "") or "")  # the loader's own entries first
-    lines += _lines(_params(info.loader, names, *docs))
+    names = accepted_params(info.loader)
+    lines += _lines(dataset_params(info))
     if not info.files and "path" in names:  # the user's own file (bow-file): nothing pinned, nothing generated
         checked = ", checked against sha256" if "sha256" in names else ""
         return lines + [f"Files: the file you give as path{checked} (see path above)"]

@@ -71,9 +71,10 @@ import tomllib
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .authors_code import AuthorsError, match_problems
+from . import describe as documented
 from .errors import UserError
 from .metrics import DERIVED, MetricError, check_declaration
 from .registry import AlgorithmEntry, Registry, RegistryError, accepted_params, get_registry
@@ -229,11 +230,18 @@ def _grid(params: Any, where: str) -> list[tuple[dict[str, Any], list[str]]]:
     return [(dict(zip(keys, combo)), varied) for combo in itertools.product(*axes)]
 
 
-def _check_params(given: dict[str, Any], func: Any, names: list[str], where: str, owner: str) -> None:
-    """Names must exist; a value must match the type of the default where there is one."""
+def _check_params(given: dict[str, Any], func: Any, names: list[str], where: str, owner: str,
+                  declared: Sequence[documented.Param] = ()) -> None:
+    """Names must exist; a value must match the type of the default where there is one, and the documented range or
+    set of the parameter (``declared``: :mod:`svibench.describe`, what ``svibench describe`` prints), and a parameter
+    documented as "not possible in a study" is refused."""
+    documented = {p.name: p for p in declared}
     for key, value in given.items():
         if key not in names:
             raise StudyError(f"{where}: {owner} has no parameter {key!r}; valid: {', '.join(names) or '(none)'}")
+        refusal = documented[key].refusal(value) if key in documented else ""
+        if refusal:
+            raise StudyError(f"{where}: {owner}: {refusal} (svibench describe shows what it takes)")
         param = inspect.signature(func).parameters.get(key)
         default = param.default if param is not None else inspect.Parameter.empty
         if default is inspect.Parameter.empty or default is None:
@@ -480,11 +488,13 @@ def _parse_problem(table: Any, where: str, overrides: dict[str, Any], registry: 
     model_names = accepted_params(model_cls.__init__)
     problems = []
     for mp, m_varied in _grid(model_params, f"{where} model_params"):
-        _check_params(mp, model_cls.__init__, model_names, f"{where} model_params", f"model {model_cls.name!r}")
+        _check_params(mp, model_cls.__init__, model_names, f"{where} model_params", f"model {model_cls.name!r}",
+                      documented.model_params(model_cls))
         for dp, d_varied in _grid(dataset_params, f"{where} dataset_params"):
             _check_paper_split(dp, info, registry, f"{where} dataset_params")
             _check_params({k: v for k, v in dp.items() if not (k == "split" and v == "paper")}, info.loader,
-                          loader_names, f"{where} dataset_params", f"dataset {info.name!r}")
+                          loader_names, f"{where} dataset_params", f"dataset {info.name!r}",
+                          documented.dataset_params(info))
             suffix = ", ".join(f"{k}={v}" for k, v in [*((k, mp[k]) for k in m_varied), *((k, dp[k]) for k in d_varied)])
             problems.append(ProblemSpec(f"{base} ({suffix})" if suffix else base, model_cls.name, info.name, mp, dp,
                                         base, _grid_point(mp, m_varied, dp, d_varied)))
@@ -539,9 +549,11 @@ def _parse_algorithms(tables: Any, overrides: dict[str, Any], registry: Registry
                 raise StudyError(f"{where} {key}: expected a non-empty string, got {_type_name(value)}")
         models = _parse_models(table, registry, where)
         only = _parse_problem_names(table, problems, where)
+        declared = documented.algorithm_params(entry)
         for combo, scale_varied in _grid(params, f"{where} params"):
             varied = sorted(set(study_varied) | set(scale_varied))
-            _check_params(combo, entry.cls.__init__, accepted, f"{where} params", f"algorithm {entry.name!r}")
+            _check_params(combo, entry.cls.__init__, accepted, f"{where} params", f"algorithm {entry.name!r}",
+                          declared)
             try:
                 entry.build(combo).check_params()
             except (ValueError, TypeError) as exc:
