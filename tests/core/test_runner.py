@@ -49,12 +49,14 @@ def test_evaluation_that_sleeps_does_not_count_as_algorithm_time(faulty_plugin):
     ds = execute(spec("test-sleeper", {"work": 0.002}, budget=Budget(iterations=20), plugins=(faulty_plugin,), problem=problem))
     assert ds.attrs["status"] == "ok", ds.attrs["message"]
     n_evals = ds.sizes["checkpoint"]
-    # 20 steps of 2 ms CPU each: ~0.04 s of algorithm time; the evaluations slept 0.05 s each,
-    # n_evals (≥ 8) times, so counting them would add ≥ 0.4 s to the wall time.
+    # 20 steps of 2 ms CPU each: ~0.04 s of algorithm time; the evaluations slept 0.05 s each, n_evals (≥ 8) times:
+    # ≥ 0.4 s that neither clock of the algorithm may count.  A sleep costs no CPU, so the CPU time has no margin to
+    # lose to load; the wall time of the steps has a factor of 10 (a machine that stretched 0.04 s of steps to the
+    # evaluations' 0.4 s would be too loaded to run the suite).
     assert n_evals >= 8
     assert 0.04 <= ds["time"].values[-1] < 0.04 + 0.5 * 0.05 * n_evals
-    assert ds["time"].values[-1] <= ds["wall_time"].values[-1] < 0.04 + 0.5 * 0.05 * n_evals
     assert ds.attrs["evaluation_seconds"] >= 0.05 * n_evals
+    assert ds["wall_time"].values[-1] < ds.attrs["evaluation_seconds"]
 
 
 def test_failing_and_diverging_runs_are_recorded_while_the_sweep_goes_on(tmp_path, faulty_plugin):
