@@ -11,6 +11,9 @@ SHARED_DATA = HERE.parent.parent / "shared" / "data"
 # Real data for tests: CI sets SVIBENCH_DATA_DIR=../shared/data; default to it when present.
 if "SVIBENCH_DATA_DIR" not in os.environ and SHARED_DATA.is_dir():
     os.environ["SVIBENCH_DATA_DIR"] = str(SHARED_DATA)
+# Only svibench's own entry points (its peers): no test depends on which third-party plugins are installed (CI
+# installs one first to make sure).  A test of plugin discovery sets its own.
+os.environ["SVIBENCH_ENTRY_POINTS"] = "svibench"
 # Parallel test runs must not oversubscribe the 2 cores.
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")

@@ -1,6 +1,7 @@
 """Peers (svibench.peers): registered through svibench's own entry points; a missing library is a skip."""
 from __future__ import annotations
 
+import os
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -38,3 +39,17 @@ def test_every_peer_is_an_entry_point_of_svibench_itself():
     registry = get_registry()
     for name in shipped:
         assert registry.algorithm(name).source.startswith(f"entry point {name} = svibench.peers.")
+
+
+def test_the_registry_loads_the_entry_points_of_the_distributions_it_is_told(monkeypatch):
+    """The suite sets SVIBENCH_ENTRY_POINTS=svibench (tests/conftest.py): a third-party plugin installed beside
+    svibench is not seen, and with the variable unset every installed one is."""
+    from svibench.registry import ENTRY_POINTS_VAR, build_registry
+
+    assert os.environ[ENTRY_POINTS_VAR] == "svibench"
+    own = {name for name, e in build_registry().algorithms.items() if e.source.startswith("entry point")}
+    monkeypatch.setenv(ENTRY_POINTS_VAR, "no-such-distribution")
+    assert not any(e.source.startswith("entry point") for e in build_registry().algorithms.values())
+    monkeypatch.delenv(ENTRY_POINTS_VAR)
+    every = {name for name, e in build_registry().algorithms.items() if e.source.startswith("entry point")}
+    assert own and own <= every
