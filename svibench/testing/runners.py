@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..registry import RegistryError
 from .checks import CHECKS
-from .subjects import CheckFailed, CheckSkipped, Subject, resolve
+from .subjects import CheckFailed, CheckSkipped, Subject, resolve, small_problems
 
 __all__ = ["CheckResult", "ConformanceError", "run_checks", "check_algorithm", "parametrize_with_checks", "cli_check"]
 
@@ -132,6 +132,10 @@ def cli_check(target: str, plugins: Iterable[str] = (), known_failures: Mapping[
             out(str(result))
             failed += result.status == "fail"
             skips += result.status == "skip"
+        for model, reason in small_problems(subject.registry)[1].items():
+            if model in subject.registry.models and subject.entry.incompatibility(subject.registry.model(model)) is None:
+                out(f"SKIP  every check on {model} — {subject.entry.name}: {reason}")
+                skips += 1
     skipped = f", {skips} skipped (the reasons are above)" if skips else ""
     passed = f"all checks that ran passed ({len(subjects)} algorithm(s){skipped})"
     out(f"{failed} check(s) failed{skipped}" if failed else passed)

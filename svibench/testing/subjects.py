@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..algorithm import Algorithm
+from ..data import data_dir
 from ..model import Model
 from ..problem import build_model
 from ..registry import AlgorithmEntry, Registry, RegistryError, get_registry
@@ -51,6 +52,12 @@ def small_problems(registry: Registry) -> tuple[dict[str, SmallProblem], dict[st
         problem = SmallProblem(name, **table)
         if problem.dataset.lower() not in registry.datasets:
             missing[name] = f"its conformance dataset {problem.dataset!r} is not registered"
+            continue
+        info, _ = registry.datasets[problem.dataset.lower()]
+        absent = [f.path for f in info.files if not (data_dir() / f.path).exists()]
+        if absent:  # a model whose small problem needs a file is checked where the file is, never downloaded here
+            missing[name] = (f"its conformance dataset {problem.dataset!r} needs {', '.join(absent)} in the data "
+                             f"directory {data_dir()} (set SVIBENCH_DATA_DIR to a folder that holds it)")
             continue
         found[name] = problem
     return found, missing

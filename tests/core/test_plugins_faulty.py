@@ -210,3 +210,14 @@ def test_svibench_check_exits_nonzero_on_a_failed_check(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     assert f"FAIL  check_runs_on_claimed_models — test-liar (plugin file {path})" in result.stdout
+
+
+def test_check_needs_no_data_and_names_the_model_whose_small_problem_needs_a_file(tmp_path, monkeypatch):
+    """`svibench check vmp` with an empty data directory: every model's small problem is generated but gpc's
+    (USPS, a file), which is skipped with the file named, never downloaded."""
+    monkeypatch.setenv("SVIBENCH_DATA_DIR", str(tmp_path))
+    lines: list[str] = []
+    assert cli_check("vmp", out=lines.append) == 0, "\n".join(lines)
+    skipped = [line for line in lines if line.startswith("SKIP  every check on")]
+    assert len(skipped) == 1 and "gpc" in skipped[0] and "usps/usps_all.mat" in skipped[0] and str(tmp_path) in skipped[0]
+    assert not list(tmp_path.iterdir())  # nothing fetched
