@@ -61,6 +61,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
         print("Skipped pairs:")
         for a, m, r in reasons:
             print(f"  {a} on {m}: {r}")
+    from .data import data_dir
+
+    print(f"Data directory: {data_dir()} (SVIBENCH_DATA_DIR sets it)")
     if reg.unavailable:
         print("Unavailable (failed to load):")
         for source, reason in sorted(reg.unavailable.items()):

@@ -88,10 +88,15 @@ def check_finite(array: np.ndarray, what: str) -> None:
 
 
 def data_dir() -> Path:
-    """The data directory: ``$SVIBENCH_DATA_DIR`` or ``~/.cache/svibench``."""
+    """The data directory: ``$SVIBENCH_DATA_DIR``, else ``../shared/data`` beside a source checkout (where the tests
+    look too), else ``~/.cache/svibench``."""
     env = os.environ.get("SVIBENCH_DATA_DIR")
     if env:
         return Path(env).expanduser()
+    checkout = Path(__file__).resolve().parents[1]
+    shared = checkout.parent / "shared" / "data"
+    if (checkout / "pyproject.toml").is_file() and shared.is_dir():
+        return shared
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "svibench"
 

@@ -16,11 +16,23 @@ def _file(tmp_path, content=b"hello svibench\n"):
     return DataFile("sub/f.txt", hashlib.sha256(content).hexdigest(), source.as_uri(), "test upstream, commit abc")
 
 
-def test_data_dir_follows_the_environment(tmp_path, monkeypatch):
+def test_data_dir_follows_the_environment_then_a_source_checkouts_shared_data_then_the_cache(tmp_path, monkeypatch):
+    """The command line looks where the tests look (tests/conftest.py): the variable, ../shared/data beside the
+    checkout, the user's cache."""
+    from pathlib import Path
+
+    import svibench.data
+
     monkeypatch.setenv("SVIBENCH_DATA_DIR", str(tmp_path))
     assert data_dir() == tmp_path
     monkeypatch.delenv("SVIBENCH_DATA_DIR")
-    assert data_dir().name == "svibench"
+    checkout = Path(svibench.data.__file__).resolve().parents[1]
+    shared = checkout.parent / "shared" / "data"
+    assert data_dir() == (shared if shared.is_dir() and (checkout / "pyproject.toml").is_file()
+                          else Path.home() / ".cache" / "svibench")
+    monkeypatch.setattr(svibench.data, "__file__", str(tmp_path / "site-packages" / "svibench" / "data.py"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert data_dir() == tmp_path / "cache" / "svibench"  # an installed copy: no checkout beside it
 
 
 def test_a_missing_file_is_downloaded_and_verified(tmp_path, monkeypatch):
