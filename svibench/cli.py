@@ -29,6 +29,7 @@ def _cmd_describe(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    from .data import data_dir
     from .registry import get_registry
 
     reg = get_registry(tuple(str(Path(p).resolve()) for p in args.plugin))  # a plugin that fails is listed with why
@@ -61,8 +62,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
         print("Skipped pairs:")
         for a, m, r in reasons:
             print(f"  {a} on {m}: {r}")
-    from .data import data_dir
-
     print(f"Data directory: {data_dir()} (SVIBENCH_DATA_DIR sets it)")
     if reg.unavailable:
         print("Unavailable (failed to load):")

@@ -3,9 +3,9 @@
 Every parameter comes from the signature the study checker reads (:func:`svibench.registry.accepted_params`,
 used by :mod:`svibench.study` too), so the two cannot drift: its type and default from the annotations, its
 meaning and valid range from the ``Parameters`` section of the numpydoc docstring (the type line of
-``damping : float in [0, 1)`` gives the range).  A dataset's loader may leave a parameter that the
-loaders of its module share (a seed, a held-out fraction) to a ``Parameters`` section of the module's
-docstring, written once there.  A model adds its metrics (``svibench.metrics``) and its capabilities;
+``damping : float in [0, 1)`` gives the range, which a study's values must keep: :meth:`Param.refusal`).  A
+dataset's loader may leave a parameter that the loaders of its module share (a seed, a held-out fraction) to a
+``Parameters`` section of the module's docstring, written once there.  A model adds its metrics (``svibench.metrics``) and its capabilities;
 a dataset its files, their SHA-256 and whether they are in the data directory, or, for a loader that
 takes a ``path``, that the data are the user's own file.
 """
@@ -58,8 +58,8 @@ class Param:
         return "" if inside else f"{self.name} = {value!r} is outside its declared range: {kind}"
 
     def line(self, shared_with: str = "") -> str:
-        """The parameter's name, type and default, then its whole meaning, wrapped (``shared_with``: the parameter
-        listed just before it with the same meaning, named instead of repeating it)."""
+        """The parameter's name, type and default, then its whole meaning, wrapped (``shared_with``: the first of the
+        parameters listed with the same meaning, named instead of repeating it)."""
         default = "required" if self.default is inspect.Parameter.empty else f"default {self.default!r}"
         head = f"  {self.name:<22} {self.type:<28} {default:<24} "
         meaning = f"(as {shared_with})" if shared_with else (self.meaning or "(no description)")

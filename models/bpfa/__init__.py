@@ -57,6 +57,7 @@ __all__ = ["BPFA"]
 #: How a ``*_whole`` metric is recorded (:meth:`BPFA.evaluate_final`).
 _ONCE = "; at the last checkpoint only when the checkpoints evaluate a subset (eval_patches, eval_rows)"
 
+
 class BPFA(Model):
     """Beta-process factor analysis (finite beta process, K features).
 
@@ -341,8 +342,9 @@ class BPFA(Model):
         return values
 
     def evaluate_final(self, posterior: ConjugatePosterior | ChainState, rng: np.random.Generator) -> dict[str, float]:
-        """With ``eval_patches = "windows"``: ``psnr_whole`` and ``psnr_fit_whole``, the PSNRs of :meth:`evaluate` on
-        every pixel, at the run's last checkpoint (the checkpoints estimated them on the windows)."""
+        """With an evaluation subset (``eval_patches = "windows"``, ``eval_rows``): the ``*_whole`` metrics, those of
+        :meth:`evaluate` on every row (every pixel), at the run's last checkpoint (the checkpoints estimated them on
+        the subset)."""
         return {} if self.eval_subset is None else _whole(self._measure(posterior, rng, None))
 
     def final_evaluation_ratio(self) -> float:
