@@ -152,36 +152,28 @@ def test_faulty_plugin_is_caught_naming_file_and_check(tmp_path, name, patch, ch
     assert str(path) in failing[0] and words in failing[0], failing[0]
 
 
-def test_known_failure_is_reported_as_xfail(tmp_path):
-    path = _plugin(tmp_path, "mutates.py", "test-mutates-known", """
+#: An init that writes into the model's data; the warm-up shares the model's read-only data, so it sees the same
+#: mutation (twice: a changed trajectory).
+MUTATES = """
      def init(self, model, rng):
          super().init(model, rng)
          if hasattr(model, "X"):
              model.X.setflags(write=True)
              model.X[0, 0] += 1.0
-     """)
+     """
+KNOWN = {"check_does_not_mutate_data": "work in progress", "check_warm_up_does_not_perturb": "the same mutation"}
+
+
+@pytest.mark.parametrize("declared", [False, True], ids=["told", "declared-by-the-class"])
+def test_a_known_failure_is_reported_as_xfail_whether_told_or_declared_by_the_class(tmp_path, declared):
+    """``svibench check --known-failure`` (``known_failures=``) or the class's ``known_failures``, which check applies
+    by itself."""
+    patch = (f"\n     known_failures = {KNOWN!r}\n" if declared else "") + MUTATES
+    path = _plugin(tmp_path, "mutates.py", "test-mutates-known", patch)
     lines: list[str] = []
-    # The warm-up shares the model's read-only data, so it sees the same mutation (twice: a changed trajectory).
-    known = {"check_does_not_mutate_data": "work in progress", "check_warm_up_does_not_perturb": "the same mutation"}
-    code = cli_check(str(path), known_failures=known, out=lines.append)
+    code = cli_check(str(path), known_failures=None if declared else KNOWN, out=lines.append)
     assert code == 0, "\n".join(lines)
     assert any(line.startswith("XFAIL") and "work in progress" in line for line in lines)
-
-
-def test_a_known_failure_the_class_declares_is_applied_without_being_told(tmp_path):
-    path = _plugin(tmp_path, "declares.py", "test-mutates-declared", """
-     known_failures = {"check_does_not_mutate_data": "declared by the class",
-                       "check_warm_up_does_not_perturb": "the same mutation"}
-
-     def init(self, model, rng):
-         super().init(model, rng)
-         if hasattr(model, "X"):
-             model.X.setflags(write=True)
-             model.X[0, 0] += 1.0
-     """)
-    lines: list[str] = []
-    assert cli_check(str(path), out=lines.append) == 0, "\n".join(lines)
-    assert any(line.startswith("XFAIL") and "declared by the class" in line for line in lines)
 
 
 def test_broken_plugins_do_not_break_listing_or_other_runs(tmp_path):
