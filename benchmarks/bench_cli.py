@@ -35,7 +35,7 @@ class CommandLineStart:
     track_import_cli.unit = "CPU seconds"
 
 
-class Command:
+class WholeCommand:
     """CPU seconds of a whole ``svibench`` command in a fresh process (issue 51's target: at most 0.3 s each)."""
 
     timeout = 120

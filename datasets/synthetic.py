@@ -17,7 +17,7 @@ import numpy as np
 
 from svibench.data import Dataset, dataset
 
-__all__ = ["gmm_synthetic", "linreg_synthetic", "classification_synthetic"]
+__all__ = ["gmm_synthetic", "linreg_synthetic"]
 
 
 @dataset("gmm-synthetic", kind="density", description="Gaussian mixture draws (K well-separated diagonal components)")
@@ -62,24 +62,3 @@ def linreg_synthetic(*, n: int = 500, n_test: int = 200, dim: int = 5, noise_sd:
     X = rng.standard_normal((n + n_test, dim))
     y = X @ w + noise_sd * rng.standard_normal(n + n_test)
     return Dataset("linreg-synthetic", "regression", {"X": X[:n], "y": y[:n]}, {"X": X[n:], "y": y[n:]}, {"w": w, "seed": seed})
-
-
-@dataset("classification-synthetic", kind="classification", description="logistic-regression draws (binary labels)")
-def classification_synthetic(*, n: int = 200, n_test: int = 100, dim: int = 5, scale: float = 2.0,
-                             seed: int = 0) -> Dataset:
-    """X ~ N(0, I), w ~ N(0, scale² I), y ~ Bernoulli(σ(Xw)) in {0, 1}: a classification problem that needs no data
-    file (the conformance problem of the classification models).
-
-    Parameters
-    ----------
-    scale : float > 0
-        Standard deviation of the true weights: larger separates the classes more.
-    """
-    if min(n, n_test, dim) < 1 or scale <= 0:
-        raise ValueError("classification-synthetic: n, n_test, dim must be positive and scale > 0")
-    rng = np.random.default_rng(seed)
-    w = scale * rng.standard_normal(dim)
-    X = rng.standard_normal((n + n_test, dim))
-    y = (rng.random(n + n_test) < 1.0 / (1.0 + np.exp(-(X @ w)))).astype(float)
-    return Dataset("classification-synthetic", "classification", {"X": X[:n], "y": y[:n]}, {"X": X[n:], "y": y[n:]},
-                   {"w": w, "seed": seed})

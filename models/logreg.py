@@ -269,8 +269,7 @@ class BayesianLogisticRegression(LatentLogisticModel):
     """
 
     name = "logreg"
-    conformance_problem = {"dataset": "classification-synthetic", "dataset_params": {"n": 200, "n_test": 100, "dim": 6},
-                           "model_params": {"delta": 1.0}, "steps": 10}
+    conformance_problem = {"dataset": "breast-cancer", "dataset_params": {"split": 0}, "model_params": {"delta": 1.0}, "steps": 10}
     data_kinds = ("classification",)
     metrics = LOGISTIC_METRICS
     #: Exact for every q (a Gibbs chain is scored by its Gaussian moments).

@@ -205,11 +205,14 @@ def test_svibench_check_exits_nonzero_on_a_failed_check(tmp_path):
 
 
 def test_check_needs_no_data_and_names_the_model_whose_small_problem_needs_a_file(tmp_path, monkeypatch):
-    """`svibench check vmp` with an empty data directory: every model's small problem is generated but gpc's
-    (USPS, a file), which is skipped with the file named, never downloaded."""
+    """`svibench check vmp` with an empty data directory: the models whose small problem is generated are checked,
+    those whose small problem is a real data file (gpc: USPS, logreg: breast-cancer, the problems their known
+    failures and the peers' tests were measured on) are skipped with the file named, never downloaded."""
     monkeypatch.setenv("SVIBENCH_DATA_DIR", str(tmp_path))
     lines: list[str] = []
     assert cli_check("vmp", out=lines.append) == 0, "\n".join(lines)
-    skipped = [line for line in lines if line.startswith("SKIP  every check on")]
-    assert len(skipped) == 1 and "gpc" in skipped[0] and "usps/usps_all.mat" in skipped[0] and str(tmp_path) in skipped[0]
+    skipped = {line.split()[4]: line for line in lines if line.startswith("SKIP  every check on")}
+    assert set(skipped) == {"gpc", "logreg"}
+    assert "usps/usps_all.mat" in skipped["gpc"] and str(tmp_path) in skipped["gpc"]
+    assert any(line.startswith("PASS") and "check_improves_over_init" in line for line in lines)
     assert not list(tmp_path.iterdir())  # nothing fetched

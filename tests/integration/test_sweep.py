@@ -8,6 +8,7 @@ import sys
 import textwrap
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from svibench.executors import run_dask, run_local
 from svibench.executors.dask import chunks
 from svibench.results import open_results, run_files
 from svibench.spec import Budget, Checkpoints, ProblemSpec, RunSpec
-from svibench.study import load_study, parse_study
+from svibench.study import StudyError, load_study, parse_study
 from svibench.sweep import SweepError, run_study
 
 TEST_PROBLEM = ProblemSpec("t", "test-slow-eval", "test-points", {"sleep": 0.0}, {})
@@ -482,13 +483,17 @@ def test_data_that_cannot_be_loaded_stops_the_sweep_before_any_run(tmp_path, mon
     with pytest.raises(DataError, match=r"nothing was run.*\n  boat: .*boat\.png is corrupt: SHA-256"):
         run_study(study, tmp_path / "out", run_local, progress=False)
     assert not (tmp_path / "out" / "runs").exists()
-    bad_params = parse_study({
-        "study": {"name": "bad", "seeds": [0]}, "budget": {"iterations": 2},
-        "problem": [{"name": "tiny", "model": "gmm", "dataset": "gmm-synthetic", "dataset_params": {"n": -5}}],
-        "algorithm": [{"name": "vmp"}],
-    })
+    bad = {"study": {"name": "bad", "seeds": [0]}, "budget": {"iterations": 2},
+           "problem": [{"name": "tiny", "model": "gmm", "dataset": "gmm-synthetic", "dataset_params": {"n": 10}}],
+           "algorithm": [{"name": "vmp"}]}
+    bad_params = parse_study(bad)
+    bad_params.runs[0] = replace(bad_params.runs[0], problem=replace(bad_params.runs[0].problem,
+                                                                    dataset_params={"n": -5}))
     with pytest.raises(DataError, match=r"nothing was run.*\n  tiny: dataset 'gmm-synthetic' with \{'n': -5\}: \w+Error"):
         run_study(bad_params, tmp_path / "out2", run_local, progress=False)
+    bad["problem"][0]["dataset_params"]["n"] = -5  # a value outside the documented range never gets that far
+    with pytest.raises(StudyError, match=r"dataset 'gmm-synthetic': n = -5 is outside its declared range: int ≥ 1"):
+        parse_study(bad)
 
 
 def test_an_unavailable_dataset_stops_the_sweep_before_any_run_saying_where_and_what_to_do(tmp_path, capsys,
