@@ -137,6 +137,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     study = load_study(args.study, scale=args.scale, plugins=_plugins(args.plugin))
     out = _folder(Path(args.output) if args.output else Path(args.study).resolve().parent / "results", "-o")
     workers = _workers(args, len(study.runs))
+    if args.memory_limit:
+        from .memory import check_worker_limit
+
+        check_worker_limit(int(args.memory_limit * 2**30), args.executor)
     if args.plan:
         return _plan_run(study, out, workers, args)
     executor = _executor(args, workers)  # e.g. dask.distributed missing: an error before anything is written

@@ -36,6 +36,30 @@ def available_bytes() -> int | None:
         return None
 
 
+#: Run in a fresh interpreter: what a worker holds once it has imported what it runs, in bytes (address space, resident).
+_WORKER_FOOTPRINT = ("import psutil, svibench.executors.local; m = psutil.Process().memory_info(); "
+                     "print(m.vms, m.rss)")
+
+
+def check_worker_limit(memory_limit: int, executor: str) -> None:
+    """Raise :class:`MemoryBudgetError` when ``memory_limit`` (bytes per worker) is below what a worker holds
+    before its first run, so that every worker would die starting (and print its traceback) rather than run: the
+    address space of a fresh interpreter that imported the worker's module, for local workers (their limit is
+    RLIMIT_AS), or its resident memory for Dask's (their nanny watches that)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _WORKER_FOOTPRINT], check=True, capture_output=True, text=True)
+    vms, rss = map(int, out.stdout.split())
+    local = executor != "dask"
+    floor = vms if local else rss
+    if memory_limit <= floor:
+        what = "address space" if local else "resident memory"
+        raise MemoryBudgetError(f"--memory-limit {memory_limit / GIB:.3g} GiB is below the {floor / GIB:.2g} GiB of "
+                                f"{what} a worker holds before its first run (Python, numpy, svibench); give more "
+                                "than that, or leave the option out")
+
+
 def run_budget(memory_limit: int | None, workers: int) -> tuple[int | None, str]:
     """The bytes one run may use and where that number comes from: ``memory_limit`` (per worker) if given,
     else the available memory divided among ``workers`` runs at once."""

@@ -290,6 +290,15 @@ def test_ctrl_c_while_the_report_is_written_is_one_line_and_exit_130(tmp_path, f
     assert sorted((tmp_path / "results" / "runs").glob("*.nc"))  # the runs stay on disk
 
 
+def test_a_memory_limit_a_worker_cannot_start_in_is_one_line_before_any_run(tmp_path, faulty_plugin, capsys):
+    """--memory-limit 0.01: every worker would die importing numpy (it printed 250 lines of tracebacks)."""
+    code = main(["run", str(_two_runs(tmp_path)), "--workers", "2", "--plugin", faulty_plugin, "--memory-limit", "0.01"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("svibench: error: --memory-limit 0.01 GiB is below the ") and "address space a worker holds" in err
+    assert not (tmp_path / "results").exists()
+
+
 @pytest.mark.parametrize("value", ["-1", "0", "lots"])
 def test_a_memory_limit_must_be_a_positive_number_of_gib(tmp_path, value, capsys):
     with pytest.raises(SystemExit) as exit:
