@@ -5,9 +5,9 @@ used by :mod:`svibench.study` too), so the two cannot drift: its type and defaul
 meaning and valid range from the ``Parameters`` section of the numpydoc docstring (the type line of
 ``damping : float in [0, 1)`` gives the range, which a study's values must keep: :meth:`Param.refusal`).  A
 dataset's loader may leave a parameter that the loaders of its module share (a seed, a held-out fraction) to a
-``Parameters`` section of the module's docstring, written once there.  A model adds its metrics (``svibench.metrics``) and its capabilities;
-a dataset its files, their SHA-256 and whether they are in the data directory, or, for a loader that
-takes a ``path``, that the data are the user's own file.
+``Parameters`` section of the module's docstring, written once there.  A model adds its metrics
+(``svibench.metrics``) and its capabilities; a dataset its files, their SHA-256 and whether they are in the data
+directory, or, for a loader that takes a ``path``, that the data are the user's own file.
 """
 from __future__ import annotations
 
