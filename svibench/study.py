@@ -486,15 +486,16 @@ def _parse_problem(table: Any, where: str, overrides: dict[str, Any], registry: 
         k: v for k, v in overrides.get("dataset_params", {}).items() if k in loader_names
     })
     model_names = accepted_params(model_cls.__init__)
+    model_declared, dataset_declared = documented.model_params(model_cls), documented.dataset_params(info)
     problems = []
     for mp, m_varied in _grid(model_params, f"{where} model_params"):
         _check_params(mp, model_cls.__init__, model_names, f"{where} model_params", f"model {model_cls.name!r}",
-                      documented.model_params(model_cls))
+                      model_declared)
         for dp, d_varied in _grid(dataset_params, f"{where} dataset_params"):
             _check_paper_split(dp, info, registry, f"{where} dataset_params")
             _check_params({k: v for k, v in dp.items() if not (k == "split" and v == "paper")}, info.loader,
                           loader_names, f"{where} dataset_params", f"dataset {info.name!r}",
-                          documented.dataset_params(info))
+                          dataset_declared)
             suffix = ", ".join(f"{k}={v}" for k, v in [*((k, mp[k]) for k in m_varied), *((k, dp[k]) for k in d_varied)])
             problems.append(ProblemSpec(f"{base} ({suffix})" if suffix else base, model_cls.name, info.name, mp, dp,
                                         base, _grid_point(mp, m_varied, dp, d_varied)))
