@@ -21,52 +21,25 @@ __all__ = ["main"]
 
 
 def _cmd_describe(args: argparse.Namespace) -> int:
-    from .describe import describe
-    from .registry import get_registry
+    from .catalogue import describe_text
 
-    print(describe(args.name, get_registry(_plugins(args.plugin))))
+    print(describe_text(args.name, _plugins(args.plugin)))
     return 0
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    from .catalogue import list_text
     from .data import data_dir
-    from .registry import get_registry
 
-    reg = get_registry(tuple(str(Path(p).resolve()) for p in args.plugin))  # a plugin that fails is listed with why
+    plugins = tuple(str(Path(p).resolve()) for p in args.plugin)  # a plugin that fails is listed with why
     if args.params:
         from .describe import describe_all
+        from .registry import get_registry
 
-        print(describe_all(reg))
+        print(describe_all(get_registry(plugins)))
         return 0
-    name_width = max([len(a) for a in reg.algorithms] + [16])
-    label_width = max([len(entry.label) for entry in reg.algorithms.values()] + [18])
-    print("Algorithms:")
-    for name, entry in sorted(reg.algorithms.items()):
-        fixed = ", ".join(f"{k}={v}" for k, v in entry.fixed.items())
-        print(f"  {name:<{name_width}} {entry.label:<{label_width}} {fixed + '  ' if fixed else ''}[{entry.source}]")
-    print("Models:")
-    for name, (cls, source) in sorted(reg.models.items()):
-        print(f"  {name:<16} data: {', '.join(cls.data_kinds):<16} metrics: {', '.join(cls.metrics)}  [{source}]")
-    print("Datasets:")
-    for name, (info, source) in sorted(reg.datasets.items()):
-        print(f"  {name:<22} {info.kind:<15} {info.description}")
-    matrix = reg.compatibility()
-    models = sorted(reg.models)
-    print("Compatibility (algorithm × model; x = runs, . = skipped):")
-    width = max([len(m) for m in models] + [3])
-    print("  " + " " * name_width + " ".join(f"{m:>{width}}" for m in models))
-    for alg in sorted(reg.algorithms):
-        print(f"  {alg:<{name_width}}" + " ".join(f"{'x' if matrix[(alg, m)] is None else '.':>{width}}" for m in models))
-    reasons = [(a, m, r) for (a, m), r in sorted(matrix.items()) if r is not None]
-    if reasons:
-        print("Skipped pairs:")
-        for a, m, r in reasons:
-            print(f"  {a} on {m}: {r}")
+    print(list_text(plugins))
     print(f"Data directory: {data_dir()} (SVIBENCH_DATA_DIR sets it)")
-    if reg.unavailable:
-        print("Unavailable (failed to load):")
-        for source, reason in sorted(reg.unavailable.items()):
-            print(f"  {source}: {reason}")
     return 0
 
 
@@ -110,6 +83,8 @@ class CliError(UserError, RuntimeError):
 
 def _plugins(files: list[str]) -> tuple[str, ...]:
     """The --plugin files, resolved; each one must load and define something, used by the study or not."""
+    if not files:
+        return ()
     from .registry import get_registry
 
     plugins = tuple(str(Path(p).resolve()) for p in files)

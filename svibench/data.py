@@ -14,9 +14,10 @@ import tempfile
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where used: `svibench list` reads data_dir() without it
+    import numpy as np
 
 from .errors import UserError
 
@@ -67,6 +68,8 @@ class Dataset:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        import numpy as np
+
         for split, arrays in (("train", self.train), ("test", self.test)):
             for key, value in arrays.items():
                 if isinstance(value, np.ndarray):
@@ -79,6 +82,8 @@ def check_finite(array: np.ndarray, what: str) -> None:
 
     Missing values are expressed with masks, never with NaN.
     """
+    import numpy as np
+
     if np.issubdtype(np.asarray(array).dtype, np.floating) and not np.all(np.isfinite(array)):
         bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
         raise DataError(

@@ -13,25 +13,23 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
-import os
 import pkgutil
 import sys
 import traceback
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable
 
 from .algorithm import Algorithm
 from .data import DatasetInfo
+from .entry_points import ENTRY_POINTS_VAR, GROUPS, selected
 from .errors import UserError
 from .model import Model
 
-__all__ = ["Registry", "AlgorithmEntry", "RegistryError", "get_registry", "accepted_params"]
+__all__ = ["Registry", "AlgorithmEntry", "RegistryError", "get_registry", "accepted_params", "ENTRY_POINTS_VAR"]
 
-GROUPS = ("algorithms", "models", "datasets")
 
 
 #: Arguments of a model's ``__init__`` that are not a study's to set.
@@ -184,19 +182,6 @@ def _builtin_modules(package: str) -> Iterable[tuple[str, ModuleType | BaseExcep
             yield name, exc
 
 
-#: Environment variable: the distributions whose entry points the registry loads, comma-separated (unset: every
-#: installed one).  The test suite sets it to ``svibench``, so that its results never depend on which third-party
-#: plugins happen to be installed.
-ENTRY_POINTS_VAR = "SVIBENCH_ENTRY_POINTS"
-
-
-def _entry_points(group: str) -> list:
-    """The entry points of ``group`` from the distributions :data:`ENTRY_POINTS_VAR` allows."""
-    allowed = os.environ.get(ENTRY_POINTS_VAR)
-    names = None if allowed is None else {name.strip() for name in allowed.split(",") if name.strip()}
-    return [ep for ep in entry_points(group=group) if names is None or (ep.dist is not None and ep.dist.name in names)]
-
-
 def build_registry(plugins: Iterable[str | Path] = ()) -> Registry:
     """A fresh registry: built-ins, installed entry points (of the distributions :data:`ENTRY_POINTS_VAR` allows),
     then plugin files."""
@@ -207,7 +192,7 @@ def build_registry(plugins: Iterable[str | Path] = ()) -> Registry:
                 registry.unavailable[name] = _describe_import_error(module)
             else:
                 registry.add_module(module, f"built-in {name}")
-        for ep in _entry_points(f"svibench.{group}"):
+        for ep in selected(f"svibench.{group}"):
             source = f"entry point {ep.name} = {ep.value} ({ep.dist.name if ep.dist else '?'})"
             try:
                 obj = ep.load()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ if "SVIBENCH_DATA_DIR" not in os.environ and SHARED_DATA.is_dir():
 # Only svibench's own entry points (its peers): no test depends on which third-party plugins are installed (CI
 # installs one first to make sure).  A test of plugin discovery sets its own.
 os.environ["SVIBENCH_ENTRY_POINTS"] = "svibench"
+# The command line's cache of `list` and `describe` (svibench.catalogue) in a folder of the test session's own.
+os.environ["SVIBENCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="svibench-cli-cache-")
 # Parallel test runs must not oversubscribe the 2 cores.
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
