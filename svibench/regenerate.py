@@ -1,4 +1,5 @@
-"""Rebuild the committed reports at HEAD: run every study from scratch, then write the reports and the index.
+"""Rebuild the committed reports at HEAD: run every study from scratch, then write the reports (each with a
+screenshot of its headline at 1280 px, where Chromium is installed) and the index.
 
 A study's report at the default scale sits beside its study file; at another scale (``--scale paper``) in
 the folder of that name beside it (``reports/<study>/paper/``), so both are committed and the index lists both.
@@ -53,6 +54,19 @@ class Regenerated:
     statuses: dict[str, str]
 
 
+def _screenshot(folder: Path, log) -> None:
+    """The report's headline as a 1280 px browser shows it, beside the report (:mod:`svibench.report.browser`);
+    without Chromium an earlier screenshot is removed rather than left to disagree with the report."""
+    from .report.browser import SCREENSHOT, chromium, headline_screenshot
+
+    out = folder / SCREENSHOT
+    if chromium() is None:
+        out.unlink(missing_ok=True)
+        log(f"{folder.name}: no Chromium on the PATH, so no {SCREENSHOT} (apt-get install chromium)")
+        return
+    headline_screenshot(folder / "index.html", out)
+
+
 def _studies(reports: Path, names: list[str], scale: str) -> list[Study]:
     files = sorted(reports.glob("*/study.toml"))
     known = {f.parent.name: f for f in files}
@@ -91,6 +105,7 @@ def regenerate(reports: str | Path = "reports", names: list[str] | None = None, 
         log(f"{study.name}: {len(study.runs)} runs in {done[-1].seconds:.0f} s")
     for study in studies:
         write_report(report_folder(study) / RESULTS_DIR, report_folder(study))
+        _screenshot(report_folder(study), log)
     html, _ = write_index(reports)
     log(f"index: {html}")
     return done

@@ -22,12 +22,12 @@ from .accuracy import accuracy_figure, accuracy_metrics, accuracy_table, closest
 from .figures import (AXES, ReportFigure, best_known, curve_figure, final_figure, headline_styles, palette,
                       profile_figure)
 from .frozen import Amendments, amendments, claim_tables
-from .glance import LEDGER, claim_notes, claims_tables, ledger, profile_table, ranking_tables
+from .glance import LEDGER, best, claim_notes, claims_tables, ledger, profile_table, ranking_tables
 from .header import make_header
 from .html import Section, render_html
 from .markdown import render_markdown
 from .notes import NoteLookup, render_note
-from .rank import headline, ranking
+from .rank import HEADLINE_METHODS, headline, ranking
 from ..settings import ReportError, ReportSettings, Target
 from .tables import (Table, final_metrics, metrics_meaning, ok_runs, paper_comparison, recorded_metrics, runs_not_ok,
                      skipped_pairs, time_to_target)
@@ -107,7 +107,8 @@ def _accuracy(ok: xr.Dataset, info: dict[str, Metric], colours: dict, dpi: int) 
 def _headline(ok: xr.Dataset, rank: pd.DataFrame, settings: ReportSettings, info: dict[str, Metric],
               references: dict, dpi: int) -> ReportFigure | None:
     """The first screen's figure: the first plotted metric (as suboptimality if it is an objective) against CPU time,
-    drawn for the best variant of each method only, one colour and line style per method."""
+    drawn for the best variant of each of the best-ranked methods only (:func:`.rank.headline`), one colour, line
+    style and marker per method."""
     plotted = settings.shown(info)
     if not plotted or rank.empty or not ok.sizes["run"]:
         return None
@@ -115,15 +116,15 @@ def _headline(ok: xr.Dataset, rank: pd.DataFrame, settings: ReportSettings, info
     chosen = headline(rank)
     keep = [r for r, (pool, label) in enumerate(zip(pools(ok, settings.split_panels), ok["label"].values.astype(str)))
             if label in chosen.get(pool, {})]
-    colours, dashes = headline_styles({lb: m for labels in chosen.values() for lb, m in labels.items()})
+    colours, dashes, markers = headline_styles(chosen)
     subset = ok.isel(run=keep)
     fstar = (best_known(ok, metric, info[metric].lower, references.get(metric, {}))
              if metric in settings.objectives(plotted, list(references), info) else None)
     fig = curve_figure(subset, metric, "time", colours, dpi=dpi, split_panels=settings.split_panels, fstar=fstar,
-                       dashes=dashes, name="headline-")
+                       dashes=dashes, markers=markers, name="headline-")
     return fig and replace(fig, title=f"{fig.title}: the best variant of each method",
-                           caption=fig.caption + " Only each method's best variant in the ranking; every variant is "
-                                                 "in section Figures.")
+                           caption=fig.caption + f" Per panel, the best variant of each of the {HEADLINE_METHODS} "
+                                                 "best-ranked methods at most; every variant is in section Figures.")
 
 
 def _target(settings: ReportSettings, info: dict[str, Metric], answered: list[str]) -> Target | None:
@@ -166,7 +167,7 @@ def _authors(manifest: dict) -> dict[str, AuthorsTrajectories]:
 
 
 def _answers(ds: xr.Dataset, manifest: dict, settings: ReportSettings, claims: list[Claim]):
-    """The verdicts, the ranking tables and the ranking itself, all read through one :class:`Evidence`."""
+    """The verdicts, the ranking tables, the ranking itself and its target, all read through one :class:`Evidence`."""
     metrics = recorded_metrics(ds)
     target = _target(settings, {m: metric_info(ds)[m] for m in metrics}, answers(ds))
     ev = Evidence(ds, metric_info(ds), list(manifest.get("runs", {}).values()), manifest.get("paper", []),
@@ -176,7 +177,7 @@ def _answers(ds: xr.Dataset, manifest: dict, settings: ReportSettings, claims: l
     rank = ranking(ev, target, settings.split_panels) if target else pd.DataFrame()
     tables = (ranking_tables(rank, unranked(ds, target.metric, settings.split_panels), target,
                              settings.converged_tolerance, settings.converged_window) if target else None)
-    return ev, verdicts, rank, tables
+    return ev, verdicts, rank, tables, target
 
 
 def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study: str | Path | None = None,
@@ -214,9 +215,9 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     colours = palette(list(map(str, ds["label"].values)))
     ok = ok_runs(ds)
     figures = _figures(ok, settings, info, references, colours, dpi) if ok.sizes["run"] else []
-    ev, verdicts, rank, rankings = _answers(ds, manifest, settings, claims)
+    ev, verdicts, rank, rankings, target = _answers(ds, manifest, settings, claims)
     top = _headline(ok, rank, settings, info, references, dpi)
-    glance = [*claims_tables(verdicts, amended), *([rankings[0]] if rankings else []), *([top] if top else [])]
+    glance = [*([rankings[0]] if rankings else []), *claims_tables(verdicts, amended), *([top] if top else [])]
     targets = settings.targets_for(metrics, answers(ds))
     profile = profile_table(ev, targets[0]) if targets and targets[0].metric in ds else None
     across = [profile[0], profile_figure(profile[1], colours, targets[0].metric, dpi=dpi)] if profile else []
@@ -242,7 +243,7 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     sections.append(("Runs not ok", [not_ok] + ([skipped] if skipped else [])))
     drawn = [f for f in accuracy if isinstance(f, ReportFigure)]
     written = _write(Path(out), header, sections, figures + drawn + across[1:] + ([top] if top else []),
-                     ledger(header, manifest, verdicts, amended))
+                     ledger(header, manifest, verdicts, amended, best(rank, target)))
     tables = [t for _, items in sections for t in items if isinstance(t, Table)]
     unreadable = [name.strip() for name in ds.attrs.get("corrupt_files", "").split(",") if name.strip()]
     return Report(Path(out), Path(out) / "index.html", Path(out) / "summary.md", written, tables, verdicts, unreadable)

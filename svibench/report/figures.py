@@ -36,12 +36,14 @@ FLOOR = 1e-12
 
 @dataclass(frozen=True)
 class ReportFigure:
-    """A rendered figure: file stem, title, caption and PNG bytes."""
+    """A rendered figure: file stem, title, caption and PNG bytes; ``font_px``, where measured, the height in pixels
+    of its smallest text at the PNG's own size (the page scales it by its width on screen)."""
 
     name: str
     title: str
     caption: str
     png: bytes
+    font_px: float | None = None
 
 
 def palette(labels: list[str]) -> dict[str, tuple[float, float, float]]:
@@ -111,9 +113,12 @@ def _ylim(df: pd.DataFrame) -> tuple[float, float] | None:
 
 
 def _panel(ax, df: pd.DataFrame, log: bool, colours: dict, problem: str, metric: str, axis: str,
-           subopt: bool = False, dashes: dict | None = None) -> None:
+           subopt: bool = False, dashes: dict | None = None, markers: dict | None = None) -> None:
     labels = [lb for lb in colours if lb in set(df["label"])]
     style = dict(style="label", style_order=labels, dashes={lb: dashes[lb] for lb in labels}) if dashes else {}
+    if markers:
+        style |= dict(style="label", style_order=labels, markers={lb: markers[lb] for lb in labels},
+                      markevery=GRID_POINTS // 5, markersize=5)
     sns.lineplot(data=df, x="x", y="value", hue="label", hue_order=labels, palette=colours,
                  estimator="median" if subopt else "mean", errorbar=("pi", 100) if subopt else "sd", ax=ax, legend=False,
                  **style)
@@ -129,6 +134,15 @@ def _panel(ax, df: pd.DataFrame, log: bool, colours: dict, problem: str, metric:
     ax.set_xlabel(AXES[axis])
     ax.set_ylabel(f"|f − f*| / |f*| ({metric})" if subopt else metric)
     ax.grid(True, alpha=0.3)
+
+
+def smallest_font_px(fig: Figure, dpi: int) -> float:
+    """The smallest font size of ``fig``'s visible, non-empty texts (tick labels, titles, legend), in pixels at
+    ``dpi``."""
+    from matplotlib.text import Text
+
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes, default=0.0) * dpi / 72
 
 
 def _compact_png(fig: Figure, dpi: int) -> io.BytesIO:
@@ -190,8 +204,10 @@ def _grid_figure(n: int) -> tuple[Figure, np.ndarray]:
     return fig, axes
 
 
-def _legend(fig: Figure, colours: dict, used: set[str], dashes: dict | None = None) -> None:
-    handles = [Line2D([], [], color=colours[lb], linewidth=2, dashes=(dashes or {}).get(lb, ()) or (None, None))
+def _legend(fig: Figure, colours: dict, used: set[str], dashes: dict | None = None,
+            markers: dict | None = None) -> None:
+    handles = [Line2D([], [], color=colours[lb], linewidth=2, dashes=(dashes or {}).get(lb, ()) or (None, None),
+                      marker=(markers or {}).get(lb), markersize=5)
                for lb in colours if lb in used]
     fig.legend(handles, [lb for lb in colours if lb in used], loc="outside right upper", frameon=False)
 
@@ -200,27 +216,45 @@ def _legend(fig: Figure, colours: dict, used: set[str], dashes: dict | None = No
 DASHES = ((), (6, 2), (2, 1.5), (6, 2, 1.5, 2), (10, 3), (3, 3, 1, 3, 1, 3))
 
 
-def headline_styles(methods: dict[str, str]) -> tuple[dict[str, tuple], dict[str, tuple]]:
-    """Colours and dash patterns for the headline figure, from label → method: every method its own colour (the
-    colour-blind-safe tab10 while there are ≤ 10) and, cycling with it, its own dash pattern, so that two methods are
-    told apart by colour and by line style."""
-    order = sorted(set(methods.values()))
-    colours = sns.color_palette("tab10" if len(order) <= 10 else "husl", len(order))
-    by_method = {m: (colours[i], DASHES[i % len(DASHES)]) for i, m in enumerate(order)}
-    return ({lb: by_method[m][0] for lb, m in sorted(methods.items())},
-            {lb: by_method[m][1] for lb, m in sorted(methods.items())})
+#: Marker shapes, one per method on top of its colour and dash pattern.
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def headline_styles(chosen: dict[str, dict[str, str]]) -> tuple[dict[str, tuple], dict[str, tuple], dict[str, str]]:
+    """Colours, dash patterns and markers for the headline figure, from each panel's label → method (best first,
+    :func:`svibench.report.rank.headline`), keyed by label and ordered best first.  Each method gets a dash pattern
+    and a marker of its own in the order of its best place in any panel, and a colour of the colour-blind-safe tab10
+    that no method sharing a panel with it has (greedily, best first), so that the lines of one panel differ in
+    colour, and in dashes and markers on top."""
+    place: dict[str, int] = {}
+    for labels in chosen.values():
+        for i, method in enumerate(labels.values()):
+            place[method] = min(place.get(method, i), i)
+    order = sorted(place, key=lambda m: (place[m], m))
+    neighbours = {m: {o for labels in chosen.values() if m in labels.values() for o in labels.values()} - {m}
+                  for m in order}
+    tab10, colour = sns.color_palette("tab10", 10), {}
+    for i, method in enumerate(order):
+        taken = {colour[o] for o in neighbours[method] if o in colour}
+        colour[method] = next((c for c in range(10) if c not in taken), i % 10)
+    by_label = sorted({lb: m for labels in chosen.values() for lb, m in labels.items()}.items(),
+                      key=lambda item: (order.index(item[1]), item[0]))
+    return ({lb: tab10[colour[m]] for lb, m in by_label},
+            {lb: DASHES[order.index(m) % len(DASHES)] for lb, m in by_label},
+            {lb: MARKERS[order.index(m) % len(MARKERS)] for lb, m in by_label})
 
 
 def curve_figure(ds: xr.Dataset, metric: str, axis: str, colours: dict, *, dpi: int = 100, split_panels: bool = False,
                  fstar: dict[tuple[str, int], tuple[float, str]] | None = None, dashes: dict | None = None,
-                 name: str = "") -> ReportFigure | None:
+                 markers: dict | None = None, name: str = "") -> ReportFigure | None:
     """``metric`` of ``ds`` (ok runs) against ``axis``, one panel per pooled problem.
 
     With ``fstar`` the curve is the suboptimality |f − f*| / |f*| on a log axis
     (median over splits × seeds, band: their range); without, the metric itself
     (mean, band: ± 1 sd) on an axis fitted to the converging part.  ``dashes``
-    (label → dash pattern) draws each label in its own line style; ``name``
-    prefixes the file name (e.g. ``headline-``).
+    (label → dash pattern) draws each label in its own line style, ``markers``
+    (label → marker) with its own marker; ``name`` prefixes the file name
+    (e.g. ``headline-``).
     """
     data = suboptimality(ds, metric, fstar) if fstar is not None else ds
     panels = [(pool, *resample(sub, metric, axis)) for pool, sub in _pools(data, split_panels)]
@@ -230,9 +264,9 @@ def curve_figure(ds: xr.Dataset, metric: str, axis: str, colours: dict, *, dpi: 
     fig, axes = _grid_figure(len(panels))
     used = set()
     for ax, (pool, df, log) in zip(axes, panels):
-        _panel(ax, df, log, colours, pool, metric, axis, subopt=fstar is not None, dashes=dashes)
+        _panel(ax, df, log, colours, pool, metric, axis, subopt=fstar is not None, dashes=dashes, markers=markers)
         used |= set(df["label"])
-    _legend(fig, colours, used, dashes)
+    _legend(fig, colours, used, dashes, markers)
     sources = sorted({how for _, how in (fstar or {}).values()})
     what = (f"Suboptimality |f − f*| / |f*| of {metric} (log scale; f*: {' / '.join(sources)}): median over "
             "splits × seeds (line) and their range (band)" if fstar is not None
@@ -243,6 +277,7 @@ def curve_figure(ds: xr.Dataset, metric: str, axis: str, colours: dict, *, dpi: 
         f"{what} of ok runs, interpolated onto a common {'log-spaced ' if any(p[2] for p in panels) else ''}grid of "
         f"{GRID_POINTS} points; a run is not extended past its last checkpoint.",
         _compact_png(fig, dpi).getvalue(),
+        smallest_font_px(fig, dpi),
     )
 
 

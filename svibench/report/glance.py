@@ -6,6 +6,7 @@ index of all reports reads.
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Callable
 
 import numpy as np
@@ -20,7 +21,7 @@ from .header import Header
 from ..settings import Target
 from .tables import Details, Prose, Table, reach_records
 
-__all__ = ["ranking_tables", "claims_tables", "claim_notes", "profile_table", "ledger", "LEDGER"]
+__all__ = ["ranking_tables", "claims_tables", "claim_notes", "profile_table", "ledger", "best", "fold_shared", "LEDGER"]
 
 LEDGER = "claims.json"
 
@@ -86,14 +87,32 @@ def claims_tables(verdicts: list[Verdict], amended: Amendments) -> list[Table]:
         chosen = [v for v in verdicts if v.claim.ledger == ledger_kind]
         if not chosen:
             continue
-        rows = [[v.claim.id, v.verdict, (f"{AMENDED}; " if v.claim.id in (amended or {}) else "") + v.reason]
-                for v in chosen]
+        reasons, shared = fold_shared([(f"{AMENDED}; " if v.claim.id in (amended or {}) else "") + v.reason
+                                       for v in chosen])
+        rows = [[v.claim.id, v.verdict, reason] for v, reason in zip(chosen, reasons)]
         data = pd.DataFrame([{"id": v.claim.id, "source": v.claim.source, "kind": v.claim.kind, "verdict": v.verdict,
                               "units": len(v.units), "amended": None if amended is None else v.claim.id in amended}
                              for v in chosen])
-        out.append(Table(title, ["claim", "verdict", "why (this run)"], rows,
-                         RULE + (f" {UNKNOWN}" if amended is None else ""), {(i, 1) for i in range(len(rows))}, data))
+        notes = RULE + (f" {UNKNOWN}" if amended is None else "")
+        notes += "".join(f" [{k}]: {clause}." for k, clause in enumerate(shared, 1))
+        out.append(Table(title, ["claim", "verdict", "why (this run)"], rows, notes,
+                         {(i, 1) for i in range(len(rows))}, data))
     return out
+
+
+#: A clause of a verdict's reason at least this long that two claims share is written once, under the table.
+SHARED_CLAUSE = 40
+
+
+def fold_shared(reasons: list[str]) -> tuple[list[str], list[str]]:
+    """The reasons with each long clause ("; "-separated) that two or more of them share replaced by "[k]", and
+    those clauses in order (k = 1, 2, ...), so that a reason common to several claims (e.g. the same runs not ok)
+    is read once."""
+    clauses = [reason.split("; ") for reason in reasons]
+    counts = Counter(clause for parts in clauses for clause in set(parts))
+    shared = [c for c in dict.fromkeys(c for parts in clauses for c in parts) if counts[c] > 1 and len(c) >= SHARED_CLAUSE]
+    mark = {clause: f"[{k}]" for k, clause in enumerate(shared, 1)}
+    return ["; ".join(mark.get(c, c) for c in parts) for parts in clauses], shared
 
 
 def _statement(claim: Claim) -> str:
@@ -156,11 +175,24 @@ def profile_table(ev: Evidence, target: Target) -> tuple[Table, pd.DataFrame] | 
     ), ratios
 
 
-def ledger(header: Header, manifest: dict[str, Any], verdicts: list[Verdict], amended: Amendments) -> dict[str, Any]:
-    """What the index of all reports needs: the study, how it was run, and one line per claim or target (``ledger``
-    says which; ``amended``: edited after the runs, null when the results predate frozen claims)."""
+def best(rank: pd.DataFrame, target: Target | None) -> dict[str, Any]:
+    """The ranking's answer for the index: its target and, per problem, the leader and its median CPU seconds to the
+    target (none where no algorithm reached it)."""
+    if target is None or rank.empty:
+        return {}
+    leaders = rank[(rank["label"] == rank["leader"]) & np.isfinite(rank["time"].astype(float))]
+    return {"target": target.describe(),
+            "leaders": [{"problem": r.pool, "algorithm": r.label, "seconds": float(r.time)} for r in leaders.itertuples()]}
+
+
+def ledger(header: Header, manifest: dict[str, Any], verdicts: list[Verdict], amended: Amendments,
+           best: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the index of all reports needs: the study, how it was run, which algorithm reached the ranking's target
+    first on each problem (``best``, from :func:`best`), and one line per claim or target (``ledger`` says which;
+    ``amended``: edited after the runs, null when the results predate frozen claims)."""
     facts = dict(header.facts)
     return {
+        "best": best or {},
         "study": manifest.get("study", ""),
         "description": header.description,
         "scale": manifest.get("scale", "default"),

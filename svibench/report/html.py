@@ -18,9 +18,9 @@ Section = tuple[str, list[Table | Prose | ReportFigure]]
 SECTION_TESTS = {"table": lambda x: isinstance(x, Table), "prose": lambda x: isinstance(x, Prose),
                  "details": lambda x: isinstance(x, Details), "figure": lambda x: isinstance(x, ReportFigure)}
 
-#: Background colour of each claim verdict.
-VERDICT_CLASS = {"reproduced": "v-yes", "partly": "v-part", "not reproduced": "v-no", "not comparable": "v-nc",
-                 "not run": "v-nr", "mixed": "v-part", "too few units": "v-nc", "incomplete": "v-nr"}
+#: Background colour of each claim verdict: one per word, so that no two verdicts look alike in a report or the index.
+VERDICT_CLASS = {"reproduced": "v-yes", "partly": "v-part", "mixed": "v-mixed", "not reproduced": "v-no",
+                 "too few units": "v-few", "not comparable": "v-nc", "incomplete": "v-inc", "not run": "v-nr"}
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2rem auto; max-width: 1400px;
@@ -35,15 +35,18 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 table.facts td:first-child { font-weight: 600; white-space: nowrap; }
 .note { color: #555; font-size: .85rem; max-width: 60rem; }
 .caveat { background: #fff8e1; border-left: 4px solid #f0b400; padding: .4rem .8rem; margin: .4rem 0; }
+td { overflow-wrap: break-word; } .scroll { max-width: 100%; overflow-x: auto; }
 .figures { display: flex; flex-wrap: wrap; gap: 0 1.5rem; }
-figure { margin: 1rem 0; max-width: 100%; } figure img { max-width: 100%; border: 1px solid #eee; }
+figure { margin: 1rem 0; max-width: 100%; overflow-x: auto; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eee; cursor: zoom-in; }
+figure img.full { max-width: none; cursor: zoom-out; }
 figcaption { color: #555; font-size: .85rem; max-width: 600px; }
 nav a { margin-right: 1rem; }
-.glance { display: grid; grid-template-columns: minmax(0, 1.15fr) minmax(0, 1fr); gap: 0 1.5rem; align-items: start; }
-.glance .figures figure { margin-top: 0; } .glance table { font-size: .82rem; } .glance .note { font-size: .78rem; margin: .2rem 0; }
-@media (max-width: 900px) { .glance { grid-template-columns: 1fr; } }
-.v-yes { background: #d7f2d7 !important; } .v-part { background: #fff1c2 !important; }
-.v-no { background: #f8d4d4 !important; } .v-nc { background: #e4e4f4 !important; } .v-nr { background: #eee !important; }
+.glance .note { font-size: .8rem; margin: .2rem 0; } .glance figure { margin-top: .5rem; }
+.v-yes { background: #cdeccd !important; } .v-part { background: #fff3bf !important; }
+.v-mixed { background: #ffd8a8 !important; } .v-no { background: #f6c6c6 !important; }
+.v-few { background: #d3e9f8 !important; } .v-nc { background: #e3dcf5 !important; }
+.v-inc { background: #eee2cf !important; } .v-nr { background: #e6e6e6 !important; }
 .run-line { color: #555; margin: .1rem 0 .8rem; font-size: .9rem; }
 .prose h3 { margin-top: 1.2rem; } .prose p { max-width: 60rem; white-space: pre-line; font-size: .92rem; }
 """
@@ -69,7 +72,7 @@ ENVIRONMENT = templates(
 
 def render_html(header: Header, sections: list[Section]) -> str:
     """The whole page as a string (``templates/report.html.j2``): title, one line on the run, the sections (the
-    first with its figures to the right of its tables, so that the ranking, the verdicts and a figure are seen
-    without scrolling), then the full header facts."""
+    first, "At a glance", is the ranking, then the verdicts, then the headline figure, each the page's full width
+    so that the figure's labels stay legible), then the full header facts."""
     return ENVIRONMENT.get_template("report.html.j2").render(header=header, sections=sections,
                                                              run_line=header.run_line)

@@ -2,7 +2,8 @@
 
 One section per study folder (``reports/<study>/study.toml``), and one per report of it at another scale
 (``reports/<study>/<scale>/``): its description,
-how its report was built (scale, commit), and one line per claim with its
+how its report was built (scale, commit), which algorithm its ranking puts first on each problem, and one line per
+claim with its
 verdict, read from the ``claims.json`` each report writes.  A study whose
 report has no ledger yet lists its claims as *not run*.
 """
@@ -148,12 +149,21 @@ def _built(entry: dict[str, Any]) -> str:
     return f"{entry.get('scale', 'default')} scale, commit {entry['git_commit'][:12]}, results {entry.get('results_written', '')}"
 
 
+def _best(entry: dict[str, Any]) -> str:
+    """Which algorithm the study's ranking puts first on each problem, and how fast ("" before a ranking)."""
+    found = entry.get("best") or {}
+    if not found.get("leaders"):
+        return ""
+    leaders = "; ".join(f"{r['problem']}: {r['algorithm']} ({r['seconds']:.3g} s)" for r in found["leaders"])
+    return f"First to {found['target']} (median CPU time): {leaders}"
+
+
 def _context(entries: list[dict[str, Any]]) -> dict[str, Any]:
     """What both index templates show."""
     header, rows = _tally_table(entries)
     return {"title": TITLE, "entries": entries, "tally": _tally(entries), "targets": _tally(entries, "target"),
             "tally_header": header, "tally_rows": rows, "definitions": DEFINITIONS, "verdict_class": VERDICT_CLASS,
-            "built": _built, "kind": _kind, "evidence": _evidence}
+            "built": _built, "kind": _kind, "evidence": _evidence, "best": _best}
 
 
 ENVIRONMENT = templates(globals={"css": Markup(CSS)})

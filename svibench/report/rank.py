@@ -30,7 +30,7 @@ from ..status import is_ok
 from ..claims.evidence import Evidence, Reach
 from ..settings import Target
 
-__all__ = ["ranking", "headline", "RANK_COLUMNS", "NEVER"]
+__all__ = ["ranking", "headline", "HEADLINE_METHODS", "RANK_COLUMNS", "NEVER"]
 
 NEVER = Reach(0.0, math.inf)
 RANK_COLUMNS = ["pool", "label", "method", "time", "first", "tied", "instances", "final", "diff", "tie", "ok",
@@ -134,12 +134,17 @@ def ranking(ev: Evidence, target: Target, split_panels: bool = False) -> pd.Data
     return pd.DataFrame(rows, columns=RANK_COLUMNS)
 
 
-def headline(rank: pd.DataFrame) -> dict[str, dict[str, str]]:
-    """Per pool, the best variant of each method (its first row in the ranking): label → method, for the headline
-    figure (the full grid stays in the Figures section)."""
+#: Methods per panel of the headline figure: the best-ranked ones (every variant of every method is in section
+#: Figures); more lines than this could not be told apart at the size a screen shows the figure.
+HEADLINE_METHODS = 6
+
+
+def headline(rank: pd.DataFrame, limit: int = HEADLINE_METHODS) -> dict[str, dict[str, str]]:
+    """Per pool, the best variant of each of its ``limit`` best-ranked methods (its first row in the ranking):
+    label → method, best first, for the headline figure (the full grid stays in the Figures section)."""
     out: dict[str, dict[str, str]] = {}
     for rec in rank.itertuples():
         chosen = out.setdefault(rec.pool, {})
-        if rec.method not in chosen.values():
+        if rec.method not in chosen.values() and len(chosen) < limit:
             chosen[rec.label] = rec.method
     return out

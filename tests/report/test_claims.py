@@ -221,7 +221,7 @@ def test_the_tally_counts_a_claim_judged_on_two_readings_once_with_both_verdicts
     text = md.read_text()
     assert "Paper claims: 1 distinct; at the default scale (1): 1 mixed." in text
     assert "| Shah et al. (2015) | s | c | mixed; psnr_fit: not reproduced |" in text
-    assert '<td class="v-part">mixed; psnr_fit: not reproduced</td>' in html.read_text()
+    assert '<td class="v-mixed">mixed; psnr_fit: not reproduced</td>' in html.read_text()
 
 
 @pytest.mark.slow

@@ -429,14 +429,14 @@ note = "the first screen shows this verdict"
 
 
 def test_the_first_screen_holds_the_ranking_the_verdicts_and_the_headline_figure(results, tmp_path):
-    """Issue 22: the answer without scrolling — the glance block (tables left, figure right) comes before Figures."""
+    """Issues 22 and 52: the answer first — the ranking, then the verdicts, then the headline figure, before Figures."""
     study = tmp_path / "study.toml"
     study.write_text(STUDY + CLAIM)
     report = write_report(results, tmp_path / "out", study=study)
     html = report.html.read_text()
     glance = html[html.index('id="at-a-glance"'):html.index('id="figures"')]
-    assert (glance.index('<div class="glance">') < glance.index("Claims of the papers, checked")
-            < glance.index("Ranking: first to elbo") < glance.index("<img"))
+    assert (glance.index('<div class="glance">') < glance.index("Ranking: first to elbo")
+            < glance.index("Claims of the papers, checked") < glance.index("<img"))
     assert "vmp-beats-svi" in glance
     assert re.search(r'class="v-[a-z]+"><strong>(reproduced|partly|not reproduced|mixed|too few units|incomplete|not comparable|'
                      r'not run)<', glance)
