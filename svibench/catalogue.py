@@ -7,8 +7,9 @@ file, under a fingerprint of everything they are built from:
 - the Python interpreter, and :data:`~svibench.entry_points.ENTRY_POINTS_VAR`;
 - the installed distributions (the names of the ``*.dist-info`` folders on ``sys.path``, and the modification
   time of each one's ``entry_points.txt``), so that installing, upgrading or removing anything rebuilds them;
-- every ``.py`` file of svibench and of each package an entry point names (path, size, modification time), so
-  that editing a docstring of an editable install rebuilds them.
+- every ``.py`` file of svibench, of its built-in algorithm, model and dataset packages, and of each package an
+  entry point names (path, size, modification time), so that editing a docstring of an editable install rebuilds
+  them.
 
 A registry with a source that failed to load is never cached (its error is printed fresh each time), nor is a
 registry with ``--plugin`` files, nor a dataset's description (it depends on the data directory).  The cache is a folder that may be deleted at any time: ``$SVIBENCH_CACHE_DIR``,
@@ -42,24 +43,29 @@ def cache_file() -> Path:
     return Path(folder).expanduser() / "catalogue.json"
 
 
+def _locations(name: str) -> list[Path]:
+    """The folders of package ``name`` (or its module file), found without importing it (only its parents)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return [Path(p) for p in spec.submodule_search_locations]
+    return [Path(spec.origin)] if spec.origin else []
+
+
 def _source_roots() -> list[Path]:
-    """svibench's package folder and the package (or module file) of each selected entry point, found without
-    importing them."""
+    """svibench's package folder, its built-in algorithm, model and dataset packages (which an editable install
+    maps elsewhere), and the package of each selected entry point."""
     roots = [Path(__file__).resolve().parent]
     for group in GROUPS:
-        for ep in selected(f"svibench.{group}"):
-            top = ep.module.split(".")[0]
-            if top == __package__:
-                continue
-            try:
-                spec = importlib.util.find_spec(top)
-            except (ImportError, ValueError):
-                spec = None
-            if spec is not None and spec.submodule_search_locations:
-                roots += [Path(p) for p in spec.submodule_search_locations]
-            elif spec is not None and spec.origin:
-                roots.append(Path(spec.origin))
-    return roots
+        roots += _locations(f"{__package__}.{group}")
+        for ep in selected(f"{__package__}.{group}"):
+            parts = ep.module.split(".")
+            roots += _locations(".".join(parts[:-1]) if parts[0] == __package__ and len(parts) > 1 else parts[0])
+    return list(dict.fromkeys(roots))
 
 
 def _installed() -> list[str]:

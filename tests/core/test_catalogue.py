@@ -3,6 +3,7 @@ from invalidates (svibench.catalogue); the CPU seconds are asv's (benchmarks/ben
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +79,18 @@ def test_plugin_files_bypass_the_cache(tmp_path, monkeypatch):
         "class Mine(SVI):\n    name = 'mine-svi'\n    label = 'Mine'\n")
     assert "mine-svi" in catalogue.list_text((str(plugin),))
     assert "mine-svi" not in catalogue.list_text()
+
+
+def test_every_registered_class_is_in_a_fingerprinted_folder():
+    """The built-in packages sit outside svibench/ in an editable install (pyproject's package-dir): an edit to
+    any of them must rebuild the texts."""
+    import inspect
+
+    from svibench.registry import get_registry
+
+    reg, roots = get_registry(), catalogue._source_roots()
+    classes = [e.cls for e in reg.algorithms.values()] + [cls for cls, _ in reg.models.values()]
+    loaders = [info.loader for info, _ in reg.datasets.values()]
+    for obj in classes + loaders:
+        path = Path(inspect.getfile(obj)).resolve()
+        assert any(path.is_relative_to(root) for root in roots), path
