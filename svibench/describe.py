@@ -135,9 +135,34 @@ def _algorithm(entry: AlgorithmEntry, registry: Registry) -> list[str]:
     reasons = {m: why for (a, m), why in registry.compatibility().items() if a == entry.name}
     runs_on = [m for m, why in reasons.items() if why is None]
     if runs_on:
-        return lines + [f"Runs on models: {', '.join(runs_on)}"]
+        return lines + [f"Runs on models: {', '.join(runs_on)}"] + _enumerations(entry, registry, runs_on)
     why = "; ".join(dict.fromkeys(reasons.values())) or "no models"  # each distinct reason, e.g. a missing library
     return lines + [f"Runs on models: none ({why})"]
+
+
+#: Parameters whose allowed values a model declares (class attribute), with the default's meaning.
+MODEL_VALUES = {"init_method": ("init_methods", '"default": the first'), "local": ("local_kinds", ""),
+                "family": ("family_kinds", "None: the first")}
+
+
+def _enumerations(entry: AlgorithmEntry, registry: Registry, runs_on: list[str]) -> list[str]:
+    """The values of the algorithm's parameters that take one of a set: the optimizers by name, and per model the
+    values a model declares (:data:`MODEL_VALUES`)."""
+    names = set(entry.param_names())
+    lines = []
+    if "optimizer" in names:
+        from .numerics.optim import OPTIMIZERS
+
+        lines.append(textwrap.fill(f"  optimizer: {', '.join(OPTIMIZERS)}", WIDTH, subsequent_indent="      "))
+    for param, (attribute, default) in MODEL_VALUES.items():
+        if param not in names:
+            continue
+        per_model = [f"{m}: {', '.join(getattr(registry.models[m][0], attribute))}" for m in runs_on
+                     if getattr(registry.models[m][0], attribute, None)]
+        if per_model:
+            lines.append(textwrap.fill(f"  {param}{f' ({default})' if default else ''}: " + "; ".join(per_model), WIDTH,
+                                       subsequent_indent="      "))
+    return ["Allowed values:"] + lines if lines else []
 
 
 def algorithm_params(entry: AlgorithmEntry) -> list[Param]:

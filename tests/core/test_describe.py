@@ -142,3 +142,14 @@ def test_a_peer_without_its_library_says_why_it_runs_nowhere_in_describe_and_che
     skips = [line for line in out if line.startswith("SKIP ")]
     assert skips and all(need in line for line in skips)
     assert out[-1] == f"all checks that ran passed (1 algorithm(s), {len(skips)} skipped (the reasons are above))"
+
+
+def test_describe_lists_the_values_a_parameter_may_take(capsys):
+    """Issue 52: the values of local, init_method, family and optimizer were only in error messages."""
+    assert main(["describe", "svi"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "local: bpfa: mf, titsias, titsias-printed, gibbs;" in text
+    assert 'init_method ("default": the first): bpfa: random, gibbs;' in text
+    assert main(["describe", "bbvi"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "optimizer: sgd, adagrad, rmsprop, adam, adadelta" in text and "logreg: meanfield, full" in text
