@@ -2,7 +2,8 @@
 takes a screenshot.  Used by the browser test (``tests/integration/test_browser.py``) and by ``svibench regenerate``
 (a screenshot of each report from its top through its headline figure, beside it); both do without it where no Chromium is installed.
 
-The page is measured by a script appended to a copy of it: the width the page needs against the window's (a page
+Also whether a page's images show with no network (:func:`images_shown`: the offline performance history,
+``tools/asv_offline.py``).  A report is measured by a script appended to a copy of it: the width the page needs against the window's (a page
 wider than the window scrolls sideways), the height on screen of the headline figure's smallest text (its
 ``data-font-px`` at the PNG's own size times the scale the page shows it at), and where the ranking, the claims
 and the headline figure begin.  No library drives Chromium without a browser download or a server; its command
@@ -17,7 +18,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["chromium", "measure", "screenshot", "headline_screenshot", "FIRST_SCREEN", "SCREENSHOT"]
+__all__ = ["chromium", "measure", "images_shown", "screenshot", "headline_screenshot", "FIRST_SCREEN", "SCREENSHOT"]
 
 #: The window of the first screen: a 1280 px wide laptop browser.
 FIRST_SCREEN = (1280, 900)
@@ -59,18 +60,32 @@ def _run(args: list[str]) -> str:
     return done.stdout
 
 
-def measure(page: Path, width: int = FIRST_SCREEN[0], height: int = FIRST_SCREEN[1]) -> dict:
-    """What a reader of ``page`` (an ``index.html`` report) sees in a window of ``width`` × ``height`` px (module
-    docstring); positions are px from the top of the page, None where the page lacks the element."""
+def _measured(page: Path, script: str, width: int, height: int) -> dict:
+    """Run ``page`` with ``script`` appended (it sets ``data-measure`` on ``<body>``), offline; its JSON."""
     with tempfile.TemporaryDirectory() as folder:
         copy = Path(folder) / "page.html"
-        copy.write_text(Path(page).read_text(encoding="utf-8").replace("</body>", _SCRIPT + "</body>"),
+        copy.write_text(Path(page).read_text(encoding="utf-8").replace("</body>", script + "</body>"),
                         encoding="utf-8")
         dom = _run([f"--window-size={width},{height}", "--dump-dom", copy.as_uri()])
     found = re.search(r'data-measure="([^"]*)"', dom)
     if found is None:
         raise RuntimeError(f"{page}: the page's measuring script did not run")
     return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+
+
+def measure(page: Path, width: int = FIRST_SCREEN[0], height: int = FIRST_SCREEN[1]) -> dict:
+    """What a reader of ``page`` (an ``index.html`` report) sees in a window of ``width`` × ``height`` px (module
+    docstring); positions are px from the top of the page, None where the page lacks the element."""
+    return _measured(page, _SCRIPT, width, height)
+
+
+def images_shown(page: Path) -> tuple[int, int]:
+    """How many images ``page`` has, and how many of them loaded and show (natural width > 0), with no network."""
+    script = ('<script>window.addEventListener("load", () => { const all = [...document.images]; '
+              'document.body.setAttribute("data-measure", JSON.stringify([all.length, '
+              'all.filter(i => i.complete && i.naturalWidth > 0).length])); });</script>')
+    total, shown = _measured(page, script, *FIRST_SCREEN)
+    return total, shown
 
 
 def screenshot(page: Path, out: Path, width: int = FIRST_SCREEN[0], height: int = FIRST_SCREEN[1]) -> Path:
