@@ -72,11 +72,19 @@ def _worker_main(conn: Connection, memory_limit: int | None, parent_pid: int) ->
         import resource
 
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
-    while True:
-        spec = conn.recv()
-        if spec is None:
-            return
-        conn.send(execute(spec, on_step=StepReporter(spec.run_id, conn.send)))
+    try:
+        while True:
+            spec = conn.recv()
+            if spec is None:
+                return
+            conn.send(execute(spec, on_step=StepReporter(spec.run_id, conn.send)))
+    except (EOFError, BrokenPipeError):  # the parent went away: nothing to report to
+        os._exit(1)
+    except BaseException as exc:  # noqa: BLE001 -- e.g. MemoryError sending a run's results under --memory-limit
+        # A run's own errors are recorded by execute(); this is the worker failing around it.  One line, no
+        # traceback: the parent records the run as lost with the reason ("worker process died ...").
+        print(f"svibench worker {os.getpid()}: {type(exc).__name__}: {exc}"[:300], file=sys.stderr, flush=True)
+        os._exit(1)
 
 
 @dataclass
