@@ -177,12 +177,13 @@ def profile_table(ev: Evidence, target: Target) -> tuple[Table, pd.DataFrame] | 
 
 def best(rank: pd.DataFrame, target: Target | None) -> dict[str, Any]:
     """The ranking's answer for the index: its target and, per problem, the leader and its median CPU seconds to the
-    target (none where no algorithm reached it)."""
+    target (None where no algorithm reached it on most instances: the leader is then the best final value)."""
     if target is None or rank.empty:
         return {}
-    leaders = rank[(rank["label"] == rank["leader"]) & np.isfinite(rank["time"].astype(float))]
+    leaders = rank[rank["label"] == rank["leader"]]
     return {"target": target.describe(),
-            "leaders": [{"problem": r.pool, "algorithm": r.label, "seconds": float(r.time)} for r in leaders.itertuples()]}
+            "leaders": [{"problem": r.pool, "algorithm": r.label,
+                         "seconds": float(r.time) if np.isfinite(float(r.time)) else None} for r in leaders.itertuples()]}
 
 
 def ledger(header: Header, manifest: dict[str, Any], verdicts: list[Verdict], amended: Amendments,

@@ -154,7 +154,9 @@ def _best(entry: dict[str, Any]) -> str:
     found = entry.get("best") or {}
     if not found.get("leaders"):
         return ""
-    leaders = "; ".join(f"{r['problem']}: {r['algorithm']} ({r['seconds']:.3g} s)" for r in found["leaders"])
+    leaders = "; ".join(f"{r['problem']}: {r['algorithm']} "
+                        + (f"({r['seconds']:.3g} s)" if r["seconds"] is not None
+                           else "(none reached it on most instances; best final value)") for r in found["leaders"])
     return f"First to {found['target']} (median CPU time): {leaders}"
 
 
