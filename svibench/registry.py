@@ -31,7 +31,6 @@ from .model import Model
 __all__ = ["Registry", "AlgorithmEntry", "RegistryError", "get_registry", "accepted_params", "ENTRY_POINTS_VAR"]
 
 
-
 #: Arguments of a model's ``__init__`` that are not a study's to set.
 _NOT_PARAMS = ("self", "data")
 
