@@ -222,10 +222,10 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 def headline_styles(chosen: dict[str, dict[str, str]]) -> tuple[dict[str, tuple], dict[str, tuple], dict[str, str]]:
     """Colours, dash patterns and markers for the headline figure, from each panel's label → method (best first,
-    :func:`svibench.report.rank.headline`), keyed by label and ordered best first.  Each method gets a dash pattern
-    and a marker of its own in the order of its best place in any panel, and a colour of the colour-blind-safe tab10
-    that no method sharing a panel with it has (greedily, best first), so that the lines of one panel differ in
-    colour, and in dashes and markers on top."""
+    :func:`svibench.report.rank.headline`), keyed by label and ordered best first.  The methods, ordered by their
+    best place in any panel, take the dash patterns and markers in turn (so the first six differ in both), and each a
+    colour of the colour-blind-safe tab10 that no method sharing a panel with it has (greedily, best first), so that
+    the lines of one panel differ in colour, with dashes and markers on top."""
     place: dict[str, int] = {}
     for labels in chosen.values():
         for i, method in enumerate(labels.values()):
