@@ -20,6 +20,7 @@ import argparse
 import base64
 import html
 import io
+import itertools
 import json
 import re
 import sys
@@ -49,7 +50,7 @@ def history(results_dir: Path) -> dict[str, dict[str, dict[str, list[tuple[datet
             when = datetime.fromtimestamp(res.date / 1000, tz=timezone.utc)
             for key in res.get_result_keys(benchmarks):
                 params = res.get_result_params(key)
-                combos = [", ".join(map(str, c)) for c in _product(params)] if params else [""]
+                combos = [", ".join(map(str, c)) for c in itertools.product(*params)] if params else [""]
                 for combo, value in zip(combos, res.get_result_value(key, params)):
                     if value is not None and np.isfinite(value):
                         out[machine][key][combo].append((when, res.commit_hash[:8], float(value)))
@@ -58,12 +59,6 @@ def history(results_dir: Path) -> dict[str, dict[str, dict[str, list[tuple[datet
             for points in combos.values():
                 points.sort()
     return out
-
-
-def _product(params: list[list]) -> list[tuple]:
-    import itertools
-
-    return list(itertools.product(*params))
 
 
 def _figure(name: str, unit: str, combos: dict[str, list[tuple[datetime, str, float]]]) -> str:

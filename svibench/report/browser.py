@@ -36,6 +36,7 @@ window.addEventListener("load", () => {
     window: window.innerWidth, page: document.documentElement.scrollWidth,
     font: img && img.dataset.fontPx ? parseFloat(img.dataset.fontPx) * shown / img.naturalWidth : null,
     figure_shown: shown, figure_natural: img ? img.naturalWidth : 0,
+    figure_height: img ? img.getBoundingClientRect().height : 0,
     ranking: top(heading("Ranking")), claims: top(heading("Claims") || heading("Project targets")), headline: top(img),
   }));
 });
@@ -101,15 +102,6 @@ def headline_screenshot(page: Path, out: Path) -> Path:
     headline."""
     seen = measure(page)
     height = FIRST_SCREEN[1]
-    if seen["headline"] is not None and seen["figure_natural"]:
-        from PIL import Image
-
-        found = re.search(r'<div class="glance">.*?<img [^>]*src="data:image/png;base64,([^"]+)"',
-                          Path(page).read_text(encoding="utf-8"), re.S)
-        if found:
-            import base64
-            import io
-
-            w, h = Image.open(io.BytesIO(base64.b64decode(found.group(1)))).size
-            height = max(height, int(seen["headline"] + seen["figure_shown"] * h / w + 24))
+    if seen["headline"] is not None:
+        height = max(height, int(seen["headline"] + seen["figure_height"] + 24))
     return screenshot(page, out, FIRST_SCREEN[0], min(height, 6000))
