@@ -46,6 +46,9 @@ class Model:
     #: Keyword parameters that choose how algorithms approximate the model, not the model: its posterior, and so
     #: a reference posterior of it (:mod:`svibench.reference`), does not depend on them.
     approximation_params: ClassVar[tuple[str, ...]] = ()
+    #: Keyword parameters that choose how a posterior is scored (which rows or patches, how many predictive draws,
+    #: chunk sizes), not the model: a reference posterior does not depend on them either.
+    evaluation_params: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, data: Dataset) -> None:
         if data.kind not in self.data_kinds:

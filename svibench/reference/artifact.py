@@ -31,7 +31,7 @@ from svibench.registry import RegistryError, get_registry
 from svibench.spec import ProblemSpec, canonical_json
 
 __all__ = ["Reference", "ReferenceError", "StaleReference", "FORMAT", "reference_dir", "problem_identity",
-           "reference_id", "reference_path", "data_checksum", "resolved_model_params", "load_reference",
+           "reference_id", "reference_path", "data_checksum", "posterior_params", "resolved_model_params", "load_reference",
            "check_fresh"]
 
 #: Version of the on-disk format (bumped when its meaning changes).
@@ -52,18 +52,24 @@ def reference_dir() -> Path:
     return Path(env).expanduser() if env else Path(__file__).resolve().parents[2] / "references"
 
 
-def _posterior_params(model: str, params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` without the model's ``approximation_params`` (a model the registry does not know keeps all)."""
-    try:
-        dropped = get_registry().model(model).approximation_params
-    except RegistryError:
-        dropped = ()
+def posterior_params(model_cls: type | None, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` without the model's ``approximation_params`` and ``evaluation_params``, which leave its posterior
+    as it is (:class:`svibench.model.Model`; a model the registry does not know, ``None``, keeps all)."""
+    dropped = {*getattr(model_cls, "approximation_params", ()), *getattr(model_cls, "evaluation_params", ())}
     return {k: v for k, v in params.items() if k not in dropped}
+
+
+def _posterior_params(model: str, params: dict[str, Any]) -> dict[str, Any]:
+    try:
+        model_cls = get_registry().model(model)
+    except RegistryError:
+        model_cls = None
+    return posterior_params(model_cls, params)
 
 
 def problem_identity(spec: ProblemSpec) -> dict[str, Any]:
     """What the posterior depends on: the problem's key fields without its name, and without the model parameters
-    that only choose how algorithms approximate it (:attr:`svibench.model.Model.approximation_params`)."""
+    that only choose how algorithms approximate it or how a posterior is scored (:func:`posterior_params`)."""
     return {"model": spec.model, "dataset": spec.dataset, "model_params": _posterior_params(spec.model, spec.model_params),
             "dataset_params": spec.dataset_params}
 
@@ -100,11 +106,10 @@ def data_checksum(data: Dataset) -> str:
 
 def resolved_model_params(model_cls: type, params: dict[str, Any]) -> dict[str, Any]:
     """The model's keyword parameters with their defaults filled in (a changed default makes a reference stale), but
-    for its ``approximation_params``."""
+    for those its posterior does not depend on (:func:`posterior_params`)."""
     defaults = {p.name: p.default for p in inspect.signature(model_cls.__init__).parameters.values()
                 if p.kind == p.KEYWORD_ONLY and p.default is not p.empty}
-    dropped = getattr(model_cls, "approximation_params", ())
-    return json.loads(canonical_json({k: v for k, v in {**defaults, **params}.items() if k not in dropped}))
+    return json.loads(canonical_json(posterior_params(model_cls, {**defaults, **params})))
 
 
 @dataclass
@@ -166,7 +171,7 @@ def check_fresh(reference: Reference, spec: ProblemSpec, model_cls: type, data: 
     problem: the same identity, resolved model parameters and data arrays."""
     meta, fix = reference.meta, "recompute it with `svibench reference STUDY.toml --problem NAME --force`"
     for what, stored, now in (("problem", meta["problem"], problem_identity(spec)),
-                              ("model parameters", meta["model_params_resolved"],
+                              ("model parameters", posterior_params(model_cls, meta["model_params_resolved"]),
                                resolved_model_params(model_cls, spec.model_params))):
         if canonical_json(stored) != canonical_json(now):
             raise StaleReference(f"stale reference for {spec.name}: its {what} {canonical_json(stored)} differ from "

@@ -21,7 +21,7 @@ from svibench.models.bpfa.chain import ChainState
 from svibench.models.bpfa.local import FactorQ
 from svibench.models.bpfa.reference import signal_draws
 from svibench.problem import build_model
-from svibench.reference.artifact import Reference, StaleReference
+from svibench.reference.artifact import Reference, StaleReference, check_fresh, reference_path
 from svibench.reference.attach import Scorer
 from svibench.reference.build import make_reference
 from svibench.reference.capability import LabelSwitching, reference_kind
@@ -225,3 +225,18 @@ def test_a_stale_bpfa_reference_is_refused(stored, monkeypatch):
     finally:
         stored.path.write_text(json.dumps(meta))
     assert ds.attrs["status"] == "failed" and "stale reference for bpfa/small: its data checksum" in ds.attrs["message"]
+
+
+def test_a_bpfa_reference_outlives_a_change_of_how_posteriors_are_scored(stored, monkeypatch):
+    """Evaluation parameters (predictive draws, evaluated rows or patches, chunks) leave the posterior as it is: a
+    reference computed before one was added or changed is still the problem's (found under the same id, fresh)."""
+    defaults = dict(BPFA.__init__.__kwdefaults__)
+    monkeypatch.setattr(BPFA.__init__, "__kwdefaults__", {**defaults, "eval_chunk": 7, "eval_rows": 30})
+    changed = replace(SMALL, model_params={**SMALL.model_params, "predictive_samples": 9})
+    assert reference_path(changed) == stored.path
+    check_fresh(stored.reference, changed, BPFA, build_model(changed, cache=False).data)
+    meta = stored.reference.meta
+    stale = {**meta["model_params_resolved"], "features": meta["model_params_resolved"]["features"] + 1}
+    with pytest.raises(StaleReference, match="its model parameters"):
+        check_fresh(replace(stored.reference, meta={**meta, "model_params_resolved": stale}), changed, BPFA,
+                    build_model(changed, cache=False).data)
