@@ -38,6 +38,7 @@ from scipy.special import log_expit
 from svibench.capabilities import ConjugatePosterior, Globals, LocalApprox
 from svibench.capabilities.latent_gaussian import GaussianPosterior
 from svibench.expfam import GaussianFullNatural
+from svibench.model import per_checkpoint
 
 __all__ = ["PolyaGammaAugmented", "PolyaGammaChain", "LatentView", "pg_mean", "pg_draw", "jaakkola_jordan"]
 
@@ -205,9 +206,10 @@ class PolyaGammaAugmented:
         return state
 
     # -- evaluation
+    @per_checkpoint
     def gaussian(self, posterior: Any) -> GaussianPosterior:
         """The Gaussian q(z) of a posterior the model takes (``posterior_types``): as given, q(z) from λ,
-        or the chain's moments."""
+        or the chain's moments (once per checkpoint: the metrics and the reference scorer read the same q)."""
         if isinstance(posterior, ConjugatePosterior):
             return GaussianPosterior(*posterior.lam["z"].mean_cov())
         if isinstance(posterior, PolyaGammaChain):

@@ -34,13 +34,18 @@ __all__ = ["CACHE_VAR", "cache_file", "fingerprint", "list_text", "describe_text
 CACHE_VAR = "SVIBENCH_CACHE_DIR"
 
 
-def cache_file() -> Path:
-    """The cache's JSON file (module docstring)."""
+def cache_dir() -> Path:
+    """svibench's cache folder (module docstring), which the plan's probes share (:mod:`svibench.probe_cache`)."""
     folder = os.environ.get(CACHE_VAR)
     if not folder:
         base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
         folder = Path(base) / "svibench-cli"
-    return Path(folder).expanduser() / "catalogue.json"
+    return Path(folder).expanduser()
+
+
+def cache_file() -> Path:
+    """The cache's JSON file (module docstring)."""
+    return cache_dir() / "catalogue.json"
 
 
 def _locations(name: str) -> list[Path]:

@@ -184,7 +184,7 @@ def _plan_run(study, out: Path, workers: int, args: argparse.Namespace) -> int:
     if pending.kept:
         print(f"{len(pending.kept)} of {len(study.runs)} runs are already in {out} and are kept; the plan is of the "
               f"{len(pending.todo)} to make")
-    print(format_study(next(plan_studies([replace(study, runs=pending.todo)], workers)), workers))
+    print(format_study(next(plan_studies([replace(study, runs=pending.todo)], workers, cache=True)), workers))
     return 0
 
 

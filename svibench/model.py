@@ -6,14 +6,39 @@ algorithms and evaluates whatever variational posterior an algorithm hands it.
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import functools
+from contextlib import contextmanager
+from typing import Any, Callable, ClassVar, Iterator, TypeVar
 
 import numpy as np
 
 from .data import Dataset
 from .metrics import Metric, check_declaration
 
-__all__ = ["Model", "IncompatibleData", "evaluate_posterior"]
+__all__ = ["Model", "IncompatibleData", "evaluate_posterior", "per_checkpoint"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def per_checkpoint(method: F) -> F:
+    """Compute ``method`` once per checkpoint for the same argument objects, so that a model's metrics and the
+    reference scorer share what both read of one posterior (logistic regression's test predictive, say).
+
+    Only inside :meth:`Model.checkpoint` (the runner opens one around each evaluation), where the posterior does
+    not change: outside it every call computes afresh.  Arguments are matched by identity and held until the
+    checkpoint ends, so an id cannot be reused for another object meanwhile."""
+
+    @functools.wraps(method)
+    def once(self: "Model", *args: Any) -> Any:
+        memo = self.__dict__.get("_checkpoint_memo")
+        if memo is None:
+            return method(self, *args)
+        key = (method.__name__, *map(id, args))
+        if key not in memo:
+            memo[key] = (method(self, *args), args)
+        return memo[key][0]
+
+    return once  # type: ignore[return-value]
 
 
 class IncompatibleData(ValueError):
@@ -57,6 +82,15 @@ class Model:
                 f"{data.name!r} is of kind {data.kind!r}"
             )
         self.data = data
+
+    @contextmanager
+    def checkpoint(self) -> Iterator[None]:
+        """One checkpoint's evaluation: within it, :func:`per_checkpoint` methods compute once per arguments."""
+        self._checkpoint_memo: dict[tuple, tuple] | None = {}
+        try:
+            yield
+        finally:
+            self._checkpoint_memo = None
 
     @property
     def n_train(self) -> int:

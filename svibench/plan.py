@@ -17,8 +17,16 @@ probe does not make it: on a paper-scale image it costs more than the probe).  T
 clock.  On N workers the probes run in N processes at once (:func:`plan_studies`), as the runs would.
 A run whose seconds limit binds is its own estimate: only its warm-up, init and evaluations come from the probe.
 
-Nothing is written.  Loading each problem's data (once per worker) and starting the workers are not counted.
-The wall clock on N workers replays the sweep's order (:func:`wall_seconds`).
+Each estimate is split into :data:`PARTS`: stepping (init and steps), evaluation, scoring against a reference,
+and compilation (the warm-up); writing the run files and the report is not estimated (``regenerate`` prints the
+time of each).  ``regenerate --plan`` holds each study's estimate against what the runs of its committed report
+cost (:func:`svibench.regenerate.against_committed`).
+
+A probe depends on the code, the machine and its group only, so ``regenerate --plan`` and ``run --plan`` keep
+each one (:mod:`svibench.probe_cache`): a second plan by the same code on the same machine probes nothing.
+
+Nothing is written but the probes' cache.  Loading each problem's data (once per worker) and starting the workers
+are not counted.  The wall clock on N workers replays the sweep's order (:func:`wall_seconds`).
 """
 from __future__ import annotations
 
@@ -27,18 +35,19 @@ import math
 import multiprocessing
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from . import probe_cache
 from .executors.local import start_method
 from .problem import build_model
 from .runner import execute
 from .spec import Budget, Checkpoints, RunSpec, canonical_json
 from .study import Study
 
-__all__ = ["Probe", "GroupPlan", "StudyPlan", "probe", "run_seconds", "evaluations", "plan_study", "plan_studies",
+__all__ = ["Probe", "GroupPlan", "StudyPlan", "PARTS", "probe", "run_parts", "run_seconds", "evaluations", "plan_study", "plan_studies",
            "wall_seconds", "format_study", "format_total", "PROBE_STEPS", "PROBE_SECONDS"]
 
 #: A probe's budget: at most this many steps ...
@@ -64,6 +73,8 @@ class Probe:
     steps: int
     diverged: bool = False
     final_evaluation: float = 0.0
+    #: Of ``per_evaluation``, the part spent scoring against a reference posterior (:mod:`svibench.reference`).
+    per_scoring: float = 0.0
 
 
 def probe(spec: RunSpec) -> Probe:
@@ -83,8 +94,9 @@ def probe(spec: RunSpec) -> Probe:
     done, init, algorithm = int(ds["iteration"][-1]), float(ds["time"][0]), float(ds["time"][-1])
     warm = float(ds.attrs["warmup_seconds"])
     per_evaluation = max(0.0, cpu - warm - algorithm) / ds.sizes["checkpoint"]
+    per_scoring = min(per_evaluation, float(ds.attrs.get("accuracy_seconds", 0.0)) / ds.sizes["checkpoint"])
     return Probe(warm, init, (algorithm - init) / done, per_evaluation, float(ds["epoch"][-1]) / done, done,
-                 ds.attrs["status"] == "diverged", ratio * per_evaluation)
+                 ds.attrs["status"] == "diverged", ratio * per_evaluation, per_scoring)
 
 
 def evaluations(spec: RunSpec, steps: int, p: Probe) -> int:
@@ -101,17 +113,36 @@ def evaluations(spec: RunSpec, steps: int, p: Probe) -> int:
     return 1 + len(due) + int(steps not in due)
 
 
-def run_seconds(spec: RunSpec, p: Probe) -> tuple[float, bool]:
-    """The estimated CPU seconds of run ``spec`` from its group's probe, and whether its seconds limit binds."""
+#: The parts of a run's CPU time that a plan estimates, in the order they are printed.
+PARTS = ("stepping", "evaluation", "scoring", "compilation")
+
+
+def run_parts(spec: RunSpec, p: Probe) -> tuple[dict[str, float], bool]:
+    """The estimated CPU seconds of run ``spec`` from its group's probe, split into :data:`PARTS` (stepping: init
+    and steps; evaluation: the checkpoints' and the last one's extra, scoring excluded; scoring: against a
+    reference; compilation: the warm-up), and whether its seconds limit binds.  A run's time limit scales
+    every part alike."""
     budget = spec.budget
     limits = [budget.iterations, budget.epochs / p.epochs_per_step if budget.epochs and p.epochs_per_step else None,
               max(0.0, budget.seconds - p.init) / p.per_step if budget.seconds and p.per_step else None]
     steps = max(1, math.ceil(min(x for x in limits if x is not None)))
     algorithm = p.init + steps * p.per_step
     binds = budget.seconds is not None and algorithm >= budget.seconds
-    algorithm = min(algorithm, budget.seconds) if binds else algorithm
-    total = p.warm_up + algorithm + evaluations(spec, steps, p) * p.per_evaluation + p.final_evaluation
-    return (min(total, spec.timeout) if spec.timeout is not None else total), binds
+    n = evaluations(spec, steps, p)
+    parts = {"stepping": min(algorithm, budget.seconds) if binds else algorithm,
+             "evaluation": n * (p.per_evaluation - p.per_scoring) + p.final_evaluation,
+             "scoring": n * p.per_scoring, "compilation": p.warm_up}
+    total = sum(parts.values())
+    if spec.timeout is not None and total > spec.timeout:
+        parts = {k: v * spec.timeout / total for k, v in parts.items()}
+    return parts, binds
+
+
+def run_seconds(spec: RunSpec, p: Probe) -> tuple[float, bool]:
+    """The estimated CPU seconds of run ``spec`` from its group's probe (:func:`run_parts` summed), and whether its
+    seconds limit binds."""
+    parts, binds = run_parts(spec, p)
+    return sum(parts.values()), binds
 
 
 @dataclass(frozen=True)
@@ -123,6 +154,8 @@ class GroupPlan:
     runs: list[RunSpec]
     seconds: float
     how: str
+    #: ``seconds`` split into :data:`PARTS` (empty when not estimated).
+    parts: dict[str, float] = field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -145,19 +178,25 @@ class StudyPlan:
         """Estimated CPU seconds of the runs that have an estimate."""
         return sum(g.total for g in self.groups if not math.isnan(g.seconds))
 
+    @property
+    def parts(self) -> dict[str, float]:
+        """:attr:`seconds` split into :data:`PARTS`."""
+        return {k: sum(g.parts.get(k, 0.0) * len(g.runs) for g in self.groups) for k in PARTS}
 
-def _group(runs: list[RunSpec], measure: Callable[[RunSpec], Probe]) -> GroupPlan:
+
+def _group(runs: list[RunSpec], get: Callable[[], Probe], source: str = "probe") -> GroupPlan:
     first = runs[0]
     try:
-        p = measure(first)
-        seconds, binds = run_seconds(first, p)
+        p = get()
+        parts, binds = run_parts(first, p)
     except Exception as exc:  # data unavailable, a probe that fails: say so, estimate the rest
         return _unestimated(runs, exc)
-    how = "seconds budget" if binds else f"probe: {p.steps} step(s) at {p.per_step:.3g} s"
+    how = "seconds budget" if binds else f"{source}: {p.steps} step(s) at {p.per_step:.3g} s"
     how += f", evaluation {p.per_evaluation:.3g} s"
     how += f" (the last +{p.final_evaluation:.3g} s)" if p.final_evaluation else ""
     how += "; the probe diverged: the runs may end early" if p.diverged else ""
-    return GroupPlan(first.label, first.problem.name, runs, seconds, how)
+    how += f"; {source}" if binds and source != "probe" else ""
+    return GroupPlan(first.label, first.problem.name, runs, sum(parts.values()), how, parts)
 
 
 def _unestimated(runs: list[RunSpec], why: object) -> GroupPlan:
@@ -169,13 +208,25 @@ def _unestimated(runs: list[RunSpec], why: object) -> GroupPlan:
 _PRIMED: set[str] = set()
 
 
-def _estimate(runs: list[RunSpec], measure: Callable[[RunSpec], Probe]) -> GroupPlan:
+def _estimate(runs: list[RunSpec], measure: Callable[[RunSpec], Probe], cache: bool = False) -> GroupPlan:
     """The plan of one group (one algorithm point on one problem, its seeds) from ``measure`` of its first run, made
-    in this process after priming it for the group's model (:data:`_PRIMED`)."""
-    if runs[0].problem.model not in _PRIMED:
-        _PRIMED.add(runs[0].problem.model)
-        _group(runs, measure)
-    return _group(runs, measure)
+    in this process after priming it for the group's model (:data:`_PRIMED`); with ``cache``, from the probe
+    stored for this code, machine and group if there is one (:mod:`svibench.probe_cache`), else stored after."""
+    first = runs[0]
+    stored = probe_cache.read(first) if cache else None
+    if stored is not None:
+        return _group(runs, lambda: Probe(**stored), "probe from the cache")
+    if first.problem.model not in _PRIMED:
+        _PRIMED.add(first.problem.model)
+        _group(runs, lambda: measure(first))
+
+    def fresh() -> Probe:
+        p = measure(first)
+        if cache:
+            probe_cache.write(first, asdict(p))
+        return p
+
+    return _group(runs, fresh)
 
 
 def _groups(study: Study) -> list[list[RunSpec]]:
@@ -186,32 +237,43 @@ def _groups(study: Study) -> list[list[RunSpec]]:
     return list(groups.values())
 
 
-def plan_study(study: Study, measure: Callable[[RunSpec], Probe] = probe) -> StudyPlan:
-    """Group ``study``'s runs (algorithm point × problem; seeds together) and estimate each group with ``measure``,
-    in this process."""
-    return StudyPlan(study, [_estimate(runs, measure) for runs in _groups(study)])
+def plan_study(study: Study, measure: Callable[[RunSpec], Probe] = probe, cache: bool = False) -> StudyPlan:
+    """Group ``study``'s runs (algorithm point × problem; seeds together) and estimate each group with ``measure``
+    (or its stored probe, with ``cache``), in this process."""
+    return StudyPlan(study, [_estimate(runs, measure, cache) for runs in _groups(study)])
 
 
-def plan_studies(studies: Sequence[Study], workers: int = 1,
-                 measure: Callable[[RunSpec], Probe] = probe) -> Iterator[StudyPlan]:
+def plan_studies(studies: Sequence[Study], workers: int = 1, measure: Callable[[RunSpec], Probe] = probe,
+                 cache: bool = False) -> Iterator[StudyPlan]:
     """Each study's :func:`plan_study`, in order, as it is ready.  With ``workers`` > 1 the groups are probed in
     that many processes at once (each primed for itself), as the sweep would run them, so the plan's wall clock
     falls with the workers; ``measure`` must then pickle (a module's function).  A group whose process failed is
-    not estimated, and says so."""
+    not estimated, and says so.  With ``cache``, a group probed before by the same code on this machine takes its
+    stored probe (:mod:`svibench.probe_cache`)."""
     if workers <= 1:
-        yield from (plan_study(study, measure) for study in studies)
+        yield from (plan_study(study, measure, cache) for study in studies)
         return
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(start_method(None)))
+    pool: ProcessPoolExecutor | None = None
+
+    def estimate(runs: list[RunSpec]) -> GroupPlan | Future:
+        nonlocal pool
+        if cache and probe_cache.read(runs[0]) is not None:  # no worker is started for what the cache holds
+            return _estimate(runs, measure, cache)
+        pool = pool or ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(start_method(None)))
+        return pool.submit(_estimate, runs, measure, cache)
+
     try:
-        pending = [(study, [(runs, pool.submit(_estimate, runs, measure)) for runs in _groups(study)])
-                   for study in studies]
+        pending = [(study, [(runs, estimate(runs)) for runs in _groups(study)]) for study in studies]
         for study, groups in pending:
             yield StudyPlan(study, [_result(runs, future) for runs, future in groups])
     finally:
-        pool.shutdown(cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
 
 
-def _result(runs: list[RunSpec], future: Future) -> GroupPlan:
+def _result(runs: list[RunSpec], future: GroupPlan | Future) -> GroupPlan:
+    if isinstance(future, GroupPlan):
+        return future
     try:
         return future.result()
     except Exception as exc:  # its process died (out of memory, killed: the pool is broken) or could not take the task
@@ -242,16 +304,25 @@ def format_study(plan: StudyPlan, workers: int) -> str:
     """A study's table: its runs, CPU and wall clock on ``workers``, then per group its label, problem, runs, CPU per
     run and in all, and how it was estimated."""
     lines = [f"{plan.study.name} ({plan.study.scale} scale): {plan.runs} runs, {_duration(plan.seconds)} CPU, about "
-             f"{_duration(wall_seconds([plan], workers))} on {workers} worker(s)"]
+             f"{_duration(wall_seconds([plan], workers))} on {workers} worker(s)",
+             f"  CPU by part: {format_parts(plan.parts)}"]
     for g in plan.groups:
         lines.append(f"  {g.label:<32} {g.problem:<28} {len(g.runs):>4} × {_duration(g.seconds):>9} = "
                      f"{_duration(g.total):>9}  {g.how}")
     return "\n".join(lines)
 
 
+def format_parts(parts: dict[str, float]) -> str:
+    """"stepping 12.0 s (60%), evaluation …": each of :data:`PARTS` and its share of their sum."""
+    total = sum(parts.values())
+    return ", ".join(f"{k} {_duration(v)}" + (f" ({v / total:.0%})" if total > 0 else "") for k, v in parts.items())
+
+
 def format_total(plans: Sequence[StudyPlan], workers: int) -> str:
     """The last line: runs, CPU time and the wall clock on ``workers`` workers of all the studies."""
     missing = sum(len(g.runs) for p in plans for g in p.groups if math.isnan(g.seconds))
+    parts = {k: sum(p.parts[k] for p in plans) for k in PARTS}
     return (f"total: {sum(p.runs for p in plans)} runs, {_duration(sum(p.seconds for p in plans))} CPU; on {workers} "
             f"worker(s) about {_duration(wall_seconds(plans, workers))} wall clock"
-            + (f" ({missing} run(s) not estimated, counted as zero)" if missing else ""))
+            + (f" ({missing} run(s) not estimated, counted as zero)" if missing else "")
+            + f"\n  CPU by part: {format_parts(parts)}")

@@ -11,6 +11,7 @@ runs after it would record a dirty tree.
 """
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import time
@@ -23,7 +24,7 @@ from .plan import StudyPlan, format_study, format_total, plan_studies
 from .study import Study, StudyError, load_study
 from .sweep import run_study
 
-__all__ = ["regenerate", "plan", "dirty_files", "report_folder", "RESULTS_DIR"]
+__all__ = ["regenerate", "plan", "against_committed", "dirty_files", "report_folder", "RESULTS_DIR"]
 
 #: Where regenerate runs the studies (ignored by git; a user's own `results/` is left alone).
 RESULTS_DIR = "results-regenerate"
@@ -104,8 +105,10 @@ def regenerate(reports: str | Path = "reports", names: list[str] | None = None, 
         done.append(Regenerated(study.name, len(study.runs), time.perf_counter() - start, result.statuses))
         log(f"{study.name}: {len(study.runs)} runs in {done[-1].seconds:.0f} s")
     for study in studies:
+        start = time.perf_counter()
         write_report(report_folder(study) / RESULTS_DIR, report_folder(study))
         _screenshot(report_folder(study), log)
+        log(f"{study.name}: report written in {time.perf_counter() - start:.0f} s")
     html, _ = write_index(reports)
     log(f"index: {html}")
     return done
@@ -116,8 +119,31 @@ def plan(reports: str | Path = "reports", names: list[str] | None = None, *, sca
     """What :func:`regenerate` with the same arguments would run and how long it would take (:mod:`svibench.plan`):
     each study's table as it is estimated, then the total; nothing is run or written, and the tree may be dirty."""
     plans = []
-    for study_plan in plan_studies(_studies(Path(reports).resolve(), list(names or []), scale), workers):
+    for study_plan in plan_studies(_studies(Path(reports).resolve(), list(names or []), scale), workers, cache=True):
         plans.append(study_plan)
         log(format_study(study_plan, workers))
+        log(against_committed(study_plan))
     log(format_total(plans, workers))
     return plans
+
+
+def against_committed(study_plan: StudyPlan) -> str:
+    """How far the plan's estimate is from what the committed report's runs cost (its ledger's ``cost``), when the
+    report holds the same number of runs; else why there is nothing to hold it against."""
+    from .report.glance import LEDGER
+
+    path = report_folder(study_plan.study) / LEDGER
+    try:
+        cost = json.loads(path.read_text()).get("cost") or {}
+    except (OSError, ValueError):
+        cost = {}
+    measured = sum((cost.get("seconds") or {}).values())
+    if not measured > 0:
+        return f"  against the committed report: none to hold it against ({path} has no cost of its runs)"
+    if cost.get("runs") != study_plan.runs:
+        return (f"  against the committed report: not comparable ({cost.get('runs')} runs there, {study_plan.runs} "
+                "in this plan)")
+    parts = ", ".join(f"{k} {v / cost['seconds'][k]:.2f}" for k, v in study_plan.parts.items()
+                      if cost["seconds"].get(k, 0) > 0)
+    return (f"  against the committed report: estimate {study_plan.seconds:.0f} s, measured {measured:.0f} s (the "
+            f"runs' CPU, evaluation in wall seconds): ratio {study_plan.seconds / measured:.2f}; by part {parts}")

@@ -109,11 +109,12 @@ class _Trajectory:
         blown up), so that the run ends ``diverged`` with the checkpoints so far."""
         t_eval = time.perf_counter()
         posterior = alg.posterior()
-        values = evaluate_posterior(model, posterior, rng)
-        if self.scorer is not None:
-            t_accuracy = time.perf_counter()
-            values.update(self.scorer(model, posterior))
-            self.accuracy_seconds += time.perf_counter() - t_accuracy
+        with model.checkpoint():  # the model's metrics and the scorer share what both read (model.per_checkpoint)
+            values = evaluate_posterior(model, posterior, rng)
+            if self.scorer is not None:
+                t_accuracy = time.perf_counter()
+                values.update(self.scorer(model, posterior))
+                self.accuracy_seconds += time.perf_counter() - t_accuracy
         self.evaluation_seconds += time.perf_counter() - t_eval
         self.rows.append({"iteration": iteration, "epoch": epoch, "time": algorithm_seconds, "wall_time": wall_seconds})
         self._add(model, values)

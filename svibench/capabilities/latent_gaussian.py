@@ -66,11 +66,14 @@ class GaussianPosterior:
 
     ``scale_tril``, when the algorithm holds one, is a lower-triangular L with cov = LLᵀ:
     :func:`kl_to_prior` then uses it instead of decomposing cov (which can fail in floating
-    point when L's diagonal spans many decades)."""
+    point when L's diagonal spans many decades).  ``logdet``, when known more cheaply than
+    from cov (log|Σ| by the determinant lemma from an N × N factor when N < D), spares
+    :func:`kl_to_prior` a D × D Cholesky under a diagonal prior."""
 
     mean: np.ndarray
     cov: np.ndarray
     scale_tril: np.ndarray | None = None
+    logdet: float | None = None
 
 
 @runtime_checkable
@@ -179,8 +182,11 @@ def kl_to_prior(q: GaussianPosterior, prior: LatentGaussianPrior) -> float:
     """
     mu, cov = q.mean, q.cov
     D = len(mu)
-    chol_q = q.scale_tril if q.scale_tril is not None else scipy.linalg.cholesky(cov, lower=True, check_finite=True)
-    logdet_q = 2.0 * np.sum(np.log(np.abs(np.diag(chol_q))))
+    if q.logdet is not None and prior.precision is not None:
+        logdet_q, chol_q = q.logdet, None
+    else:
+        chol_q = q.scale_tril if q.scale_tril is not None else scipy.linalg.cholesky(cov, lower=True, check_finite=True)
+        logdet_q = 2.0 * np.sum(np.log(np.abs(np.diag(chol_q))))
     if prior.precision is not None:
         p = prior.precision
         trace = float(np.sum(p * np.diag(cov)))
@@ -274,7 +280,9 @@ class GaussianFromSites:
         XA = self.X * self.prior_var  # XΣ₀, (N, D)
         G = scipy.linalg.solve_triangular(L, np.sqrt(w)[:, None] * XA, lower=True)
         cov = np.diag(self.prior_var) - G.T @ G
-        return GaussianPosterior(XA.T @ (lam1 - w * m), cov)
+        # |Σ⁻¹| = |Σ₀⁻¹ + XᵀWX| = |Σ₀⁻¹| |I + W^½XΣ₀XᵀW^½| (determinant lemma), the latter LLᵀ
+        logdet = float(np.sum(np.log(self.prior_var)) - 2.0 * np.sum(np.log(np.diag(L))))
+        return GaussianPosterior(XA.T @ (lam1 - w * m), cov, logdet=logdet)
 
     def _precision(self, w: np.ndarray) -> np.ndarray:
         """Σ₀⁻¹ + XᵀWX (weight space)."""

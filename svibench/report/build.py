@@ -23,7 +23,7 @@ from .figures import (AXES, ReportFigure, best_known, curve_figure, final_figure
                       profile_figure)
 from .frozen import Amendments, amendments, claim_tables
 from .glance import LEDGER, best, claim_notes, claims_tables, ledger, profile_table, ranking_tables
-from .header import make_header
+from .header import cost_parts, make_header
 from .html import Section, render_html
 from .markdown import render_markdown
 from .notes import NoteLookup, render_note
@@ -243,7 +243,8 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     sections.append(("Runs not ok", [not_ok] + ([skipped] if skipped else [])))
     drawn = [f for f in accuracy if isinstance(f, ReportFigure)]
     written = _write(Path(out), header, sections, figures + drawn + across[1:] + ([top] if top else []),
-                     ledger(header, manifest, verdicts, amended, best(rank, target)))
+                     ledger(header, manifest, verdicts, amended, best(rank, target),
+                            {"runs": int(ds.sizes["run"]), "seconds": cost_parts(ds)}))
     tables = [t for _, items in sections for t in items if isinstance(t, Table)]
     unreadable = [name.strip() for name in ds.attrs.get("corrupt_files", "").split(",") if name.strip()]
     return Report(Path(out), Path(out) / "index.html", Path(out) / "summary.md", written, tables, verdicts, unreadable)

@@ -187,13 +187,16 @@ def best(rank: pd.DataFrame, target: Target | None) -> dict[str, Any]:
 
 
 def ledger(header: Header, manifest: dict[str, Any], verdicts: list[Verdict], amended: Amendments,
-           best: dict[str, Any] | None = None) -> dict[str, Any]:
+           best: dict[str, Any] | None = None, cost: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the index of all reports needs: the study, how it was run, which algorithm reached the ranking's target
     first on each problem (``best``, from :func:`best`), and one line per claim or target (``ledger`` says which;
-    ``amended``: edited after the runs, null when the results predate frozen claims)."""
+    ``amended``: edited after the runs, null when the results predate frozen claims).  Also what its runs cost
+    (``cost``: their number, ``runs``, and their ``seconds`` by part, :func:`svibench.report.header.cost_parts`),
+    which ``regenerate --plan`` holds its estimate against."""
     facts = dict(header.facts)
     return {
         "best": best or {},
+        "cost": cost or {},
         "study": manifest.get("study", ""),
         "description": header.description,
         "scale": manifest.get("scale", "default"),

@@ -75,21 +75,29 @@ def _clock(ds: xr.Dataset) -> tuple[list[tuple[str, str]], list[str]]:
     return facts, caveats
 
 
-def _cost(ds: xr.Dataset) -> str:
-    """What the study's runs cost, summed over them: stepping (the algorithms' CPU seconds), evaluating the
-    checkpoints (wall seconds, of which scoring against a reference), the warm-up (CPU), and evaluation's share."""
+def cost_parts(ds: xr.Dataset) -> dict[str, float]:
+    """What the study's runs cost, summed over them, in the plan's parts (:data:`svibench.plan.PARTS`): stepping
+    (the algorithms' CPU seconds), evaluation (the checkpoints' wall seconds but for scoring), scoring against
+    references (wall), compilation (the warm-up's CPU); empty for results that do not record them."""
     if "evaluation_seconds" not in ds.coords or "time" not in ds:
-        return ""
-    stepping = float(np.nansum(ds["time"].max("checkpoint").values))
-    evaluation = float(np.nansum(ds["evaluation_seconds"].values))
-    scoring = float(np.nansum(ds["accuracy_seconds"].values)) if "accuracy_seconds" in ds.coords else 0.0
-    warm = float(np.nansum(ds["warmup_seconds"].values)) if "warmup_seconds" in ds.coords else 0.0
-    total = stepping + evaluation + warm
+        return {}
+    total = {name: float(np.nansum(ds[name].values)) if name in ds.coords else 0.0
+             for name in ("evaluation_seconds", "accuracy_seconds", "warmup_seconds")}
+    return {"stepping": float(np.nansum(ds["time"].max("checkpoint").values)),
+            "evaluation": total["evaluation_seconds"] - total["accuracy_seconds"],
+            "scoring": total["accuracy_seconds"], "compilation": total["warmup_seconds"]}
+
+
+def _cost(ds: xr.Dataset) -> str:
+    """:func:`cost_parts` in a line, with evaluation's share (scoring included) of the whole."""
+    parts = cost_parts(ds)
+    total = sum(parts.values())
     if not total > 0:
         return ""
-    return (f"{number(total, 3)} s over the runs: stepping {number(stepping, 3)} s CPU, evaluation {number(evaluation, 3)} s "
-            f"wall ({evaluation / total:.0%}; scoring against references {number(scoring, 3)} s of it), warm-up "
-            f"{number(warm, 3)} s CPU")
+    evaluation = parts["evaluation"] + parts["scoring"]
+    return (f"{number(total, 3)} s over the runs: stepping {number(parts['stepping'], 3)} s CPU, evaluation "
+            f"{number(evaluation, 3)} s wall ({evaluation / total:.0%}; scoring against references "
+            f"{number(parts['scoring'], 3)} s of it), warm-up {number(parts['compilation'], 3)} s CPU")
 
 
 def make_header(ds: xr.Dataset, manifest: dict[str, Any], settings: ReportSettings,

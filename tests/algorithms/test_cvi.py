@@ -11,6 +11,7 @@ from svibench.algorithms.ncvmp import NCVMP
 from svibench.capabilities.latent_gaussian import (
     LatentGaussianPrior,
     expected_loglik,
+    kl_to_prior,
     mean_parameter_gradients,
 )
 from svibench.datasets.libsvm import australian, breast_cancer
@@ -143,6 +144,9 @@ def test_data_space_and_weight_space_conjugate_steps_agree():
     np.testing.assert_allclose(v_w, v_d, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(q_w.mean, q_d.mean, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(q_w.cov, q_d.cov, rtol=1e-8, atol=1e-10)
+    # the data route's log|Σ| by the determinant lemma, and the KL it spares a D × D Cholesky for
+    assert q_d.logdet == pytest.approx(np.linalg.slogdet(q_w.cov)[1], rel=1e-10)
+    assert kl_to_prior(q_d, model.prior) == pytest.approx(kl_to_prior(q_w, model.prior), rel=1e-10)
 
 
 class _StudentT(_GaussianLatent):

@@ -7,7 +7,8 @@ from scipy.integrate import quad
 from scipy.special import expit, log_expit
 
 from svibench.capabilities.latent_gaussian import expected_loglik
-from svibench.models.logistic_expectation import expected_log_sigmoid, expected_sigmoid, sigmoid_moments
+from svibench.models.logistic_expectation import (expected_log_sigmoid, expected_log_sigmoid_value, expected_sigmoid,
+                                                 sigmoid_moments)
 from svibench.models.logreg import BayesianLogisticRegression
 from svibench.numerics.quadrature import gauss_hermite
 from svibench.data import Dataset
@@ -98,3 +99,14 @@ def test_the_models_expectation_flips_the_sign_for_label_0_and_agrees_with_gauss
     np.testing.assert_allclose(got.value, gh.value, rtol=1e-9)
     np.testing.assert_allclose(got.dm, gh.dm, rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(got.dv, gh.dv, rtol=1e-7, atol=1e-12)
+
+
+def test_the_evaluation_only_expectations_equal_the_full_ones_bit_for_bit():
+    """E[log σ] alone (the ELBO) and E[σ] alone (the predictive) are the full function's outputs, not approximations
+    of them: evaluation computes only the part it reads."""
+    rng = np.random.default_rng(0)
+    mu = np.concatenate([rng.normal(0, 5, 500), [-500.0, -30.0, 0.0, 30.0, 500.0]])
+    v = np.concatenate([rng.gamma(0.5, 20.0, 500), [1e-3, 0.0, 1.0, 9e4, 4.0]])
+    value, grad, _ = expected_log_sigmoid(mu, v)
+    np.testing.assert_array_equal(expected_log_sigmoid_value(mu, v), value)
+    np.testing.assert_array_equal(expected_sigmoid(-mu, v), grad)

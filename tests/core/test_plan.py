@@ -2,6 +2,7 @@
 the runner's own evaluation count, and nothing run or written."""
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -12,8 +13,9 @@ from dataclasses import replace
 import pytest
 
 from svibench.cli import main
-from svibench.plan import (PROBE_STEPS, Probe, evaluations, format_total, plan_studies, plan_study, probe, run_seconds,
-                           wall_seconds)
+from svibench.plan import (PARTS, PROBE_STEPS, Probe, evaluations, format_total, plan_studies, plan_study, probe,
+                           run_parts, run_seconds, wall_seconds)
+from svibench.regenerate import against_committed
 from svibench.runner import execute
 from svibench.spec import Budget, Checkpoints
 from svibench.study import parse_study
@@ -67,6 +69,10 @@ def test_the_estimate_of_a_run_is_its_parts_and_the_totals_add_up():
     assert run_seconds(replace(run, timeout=5.0), FAKE)[0] == 5.0  # the time limit ends the run
     # a model that measures more at the last checkpoint (BPFA's whole image) adds it once
     assert run_seconds(run, replace(FAKE, final_evaluation=7.0))[0] == pytest.approx(seconds + 7.0)
+    parts, _ = run_parts(run, replace(FAKE, per_scoring=0.04))
+    assert list(parts) == list(PARTS) and sum(parts.values()) == pytest.approx(seconds)
+    assert parts["scoring"] == pytest.approx(0.4 * parts["evaluation"] / 0.6)  # 0.04 of each 0.1 s evaluation
+    assert parts["compilation"] == FAKE.warm_up
     plan = plan_study(s, lambda run: FAKE)
     assert plan.seconds == pytest.approx(sum(g.seconds * len(g.runs) for g in plan.groups))
     assert plan.seconds == pytest.approx(18 * seconds)
@@ -124,10 +130,15 @@ def test_the_cli_prints_the_plan_writes_nothing_and_refuses_an_unknown_scale_in_
     out = subprocess.run(cli + ["--scale", "paper", "--workers", "2"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0].startswith("plan (paper scale): 8 runs, ") and " on 2 worker(s)" in lines[0] and len(lines) == 4
-    assert "SVI" in lines[1] and " 4 × " in lines[1] and "probe: " in lines[1]
-    assert lines[-1].startswith("total: 8 runs, ") and "on 2 worker(s) about " in lines[-1]
+    assert lines[0].startswith("plan (paper scale): 8 runs, ") and " on 2 worker(s)" in lines[0] and len(lines) == 7
+    for line in (lines[1], lines[-1]):
+        assert line.startswith("  CPU by part: stepping ") and all(f"{part} " in line for part in PARTS)
+    assert "SVI" in lines[2] and " 4 × " in lines[2] and "probe: " in lines[2]
+    assert lines[4].startswith("  against the committed report: none to hold it against")
+    assert lines[-2].startswith("total: 8 runs, ") and "on 2 worker(s) about " in lines[-2]
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["plan", "reports", "study.toml"]
+    again = subprocess.run(cli + ["--scale", "paper", "--workers", "2"], capture_output=True, text=True)
+    assert "probe from the cache: " in again.stdout.splitlines()[2]  # the same code on the same machine: no probe
     bad = subprocess.run(cli + ["--scale", "huge"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.count("\n") == 1 and "no [scales.huge] table; available scales: default, paper" in bad.stderr
@@ -143,7 +154,7 @@ def test_run_plan_estimates_the_runs_the_command_would_make_and_writes_nothing(t
     lines = capsys.readouterr().out.splitlines()
     workers = min(2, os.cpu_count() or 1)  # run caps its workers at the cores
     assert lines[0].startswith("plan (default scale): 6 runs, ") and f" on {workers} worker(s)" in lines[0]
-    assert len(lines) == 3
+    assert len(lines) == 4 and lines[1].startswith("  CPU by part: stepping ")
     assert not out.exists()
     assert main(run + ["-q", "--no-report"]) == 0
     gone = sorted((out / "runs").glob("*.nc"))[:2]
@@ -183,3 +194,15 @@ def test_on_two_workers_the_groups_are_probed_in_two_processes_with_the_same_pla
     dead = next(plan_studies([s], workers=2, measure=_dies))
     assert all(math.isnan(g.seconds) for g in dead.groups)
     assert all(g.how.startswith("not estimated: its worker process failed") for g in dead.groups)
+
+
+def test_the_plan_is_held_against_what_the_committed_reports_runs_cost(tmp_path):
+    s = replace(study(), source=str(tmp_path / "study.toml"))
+    plan = plan_study(s, lambda run: FAKE)
+    assert "none to hold it against" in against_committed(plan)
+    measured = {k: 2 * v for k, v in plan.parts.items()}
+    (tmp_path / "claims.json").write_text(json.dumps({"cost": {"runs": plan.runs, "seconds": measured}}))
+    line = against_committed(plan)
+    assert f"measured {sum(measured.values()):.0f} s" in line and "ratio 0.50" in line and "stepping 0.50" in line
+    (tmp_path / "claims.json").write_text(json.dumps({"cost": {"runs": plan.runs + 1, "seconds": measured}}))
+    assert "not comparable" in against_committed(plan)

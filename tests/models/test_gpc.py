@@ -18,8 +18,8 @@ def test_predictions_at_training_inputs_reproduce_the_posterior_marginals():
     rng = np.random.default_rng(0)
     B = rng.normal(size=(40, 40)) * 0.1
     q = GaussianPosterior(rng.normal(size=40), B @ B.T + 0.05 * np.eye(40))
-    from svibench.models.logreg import binary_metrics
-    expected = binary_metrics(q.mean, np.diag(q.cov), d.train["y"])
+    from svibench.models.logreg import binary_metrics, predictive_probability
+    expected = binary_metrics(predictive_probability(q.mean, np.diag(q.cov)), d.train["y"])
     got = model.evaluate(q, rng)
     np.testing.assert_allclose(got["test_logloss_nats"], expected["test_logloss_nats"], rtol=1e-5)
     # the q-free part of the test marginals is cached: a second q is still its own
