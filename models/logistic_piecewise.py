@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import erf
 
-__all__ = ["LLP_BOUND", "expected_llp_bound", "expected_bernoulli_logit_bound"]
+__all__ = ["LLP_BOUND", "expected_llp_bound", "expected_llp_bound_value", "expected_bernoulli_logit_bound"]
 
 _INF = np.inf
 
@@ -67,6 +67,25 @@ def expected_llp_bound(m: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.nda
     The same arithmetic as the authors' ``Ellp``: truncated moments from φ and ½erf(z/√2) at the
     pieces' ends, the infinite ends' terms set to zero (φ(±∞) = 0, so l·φ(z_l) → 0 there).
     """
+    m, v, c, b, a, l, h, pl, ph, ex0, value = _moments(m, v)
+    gm = (a * ((l**2 + 2 * v) * pl - (h**2 + 2 * v) * ph) + 2 * a * m * ex0
+          + b * (l * pl - h * ph) + b * ex0 + c * (pl - ph)).sum(0)
+    t1 = 2 * v * l + l**3 - l**2 * m
+    t2 = 2 * v * h + h**3 - h**2 * m
+    gv = (a / 2 / v * (t1 * pl - t2 * ph) + a * ex0
+          + b / 2 / v * ((l**2 + v - l * m) * pl - (h**2 + v - h * m) * ph)
+          + c / 2 / v * ((l - m) * pl - (h - m) * ph)).sum(0)
+    return value, gm, gv
+
+
+def expected_llp_bound_value(m: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """B(m, v) alone, bit for bit :func:`expected_llp_bound`'s first output at about half its cost (evaluation
+    reads no derivatives)."""
+    return _moments(m, v)[-1]
+
+
+def _moments(m: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The pieces' truncated moments, shared by the bound and its derivatives, and the bound."""
     m = np.asarray(m, dtype=float)[None, :]
     v = np.asarray(v, dtype=float)[None, :]
     if np.any(v <= 0):
@@ -81,15 +100,7 @@ def expected_llp_bound(m: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.nda
     ex0 = ch - cl
     ex1 = v * (pl - ph) + m * ex0
     ex2 = v * ((l + m) * pl - (h + m) * ph) + (v + m**2) * ex0
-    value = (a * ex2 + b * ex1 + c * ex0).sum(0)
-    gm = (a * ((l**2 + 2 * v) * pl - (h**2 + 2 * v) * ph) + 2 * a * m * ex0
-          + b * (l * pl - h * ph) + b * ex0 + c * (pl - ph)).sum(0)
-    t1 = 2 * v * l + l**3 - l**2 * m
-    t2 = 2 * v * h + h**3 - h**2 * m
-    gv = (a / 2 / v * (t1 * pl - t2 * ph) + a * ex0
-          + b / 2 / v * ((l**2 + v - l * m) * pl - (h**2 + v - h * m) * ph)
-          + c / 2 / v * ((l - m) * pl - (h - m) * ph)).sum(0)
-    return value, gm, gv
+    return m, v, c, b, a, l, h, pl, ph, ex0, (a * ex2 + b * ex1 + c * ex0).sum(0)
 
 
 def expected_bernoulli_logit_bound(y: np.ndarray, m: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

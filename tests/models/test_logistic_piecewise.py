@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from svibench.models.logistic_piecewise import LLP_BOUND, expected_bernoulli_logit_bound, expected_llp_bound
+from svibench.models.logistic_piecewise import (LLP_BOUND, expected_bernoulli_logit_bound, expected_llp_bound,
+                                                 expected_llp_bound_value)
 
 #: The bound's largest pointwise gap above log(1 + eᵗ) (measured on a grid of 200,001 points in [−12, 12]:
 #: 1.95e-4 nats near t = ±2.75), and the coefficients' rounding, which leaves it under llp by up to 1e-9.
@@ -65,3 +66,12 @@ def test_both_labels_are_the_authors_y_m_minus_the_bound():
 def test_a_variance_that_is_not_positive_is_refused():
     with pytest.raises(ValueError, match="strictly positive"):
         expected_llp_bound(np.zeros(2), np.array([1.0, 0.0]))
+
+
+def test_the_bound_alone_is_the_full_functions_value_bit_for_bit():
+    """Evaluation reads B(m, v) without its derivatives: the same numbers, not an approximation of them."""
+    rng = np.random.default_rng(0)
+    m, v = rng.normal(0.0, 6.0, 400), rng.gamma(0.5, 10.0, 400) + 1e-6
+    np.testing.assert_array_equal(expected_llp_bound_value(m, v), expected_llp_bound(m, v)[0])
+    y = (rng.random(400) < 0.5).astype(float)
+    np.testing.assert_array_equal(y * m - expected_llp_bound_value(m, v), expected_bernoulli_logit_bound(y, m, v)[0])
