@@ -47,8 +47,9 @@ from .runner import execute
 from .spec import Budget, Checkpoints, RunSpec, canonical_json
 from .study import Study
 
-__all__ = ["Probe", "GroupPlan", "StudyPlan", "PARTS", "probe", "run_parts", "run_seconds", "evaluations", "plan_study", "plan_studies",
-           "wall_seconds", "format_study", "format_total", "PROBE_STEPS", "PROBE_SECONDS"]
+__all__ = ["Probe", "GroupPlan", "StudyPlan", "PARTS", "probe", "run_parts", "run_seconds", "evaluations", "plan_study",
+           "plan_studies", "wall_seconds", "format_study", "format_parts", "format_total", "PROBE_STEPS",
+           "PROBE_SECONDS"]
 
 #: A probe's budget: at most this many steps ...
 PROBE_STEPS = 1000
