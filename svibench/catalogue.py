@@ -28,7 +28,7 @@ from typing import Callable
 
 from .entry_points import ENTRY_POINTS_VAR, GROUPS, selected
 
-__all__ = ["CACHE_VAR", "cache_file", "fingerprint", "list_text", "describe_text"]
+__all__ = ["CACHE_VAR", "cache_dir", "cache_file", "store_json", "fingerprint", "list_text", "describe_text"]
 
 #: Environment variable: the folder of the command line's cache.
 CACHE_VAR = "SVIBENCH_CACHE_DIR"
@@ -115,15 +115,20 @@ def _load(stamp: str) -> dict:
     return cached if isinstance(cached, dict) and cached.get("fingerprint") == stamp else {}
 
 
-def _store(cached: dict) -> None:
-    path = cache_file()
+def store_json(path: Path, obj: object) -> None:
+    """Write ``obj`` as JSON to ``path`` in the cache atomically (so that processes writing at once do not collide);
+    a cache that cannot be written is ignored."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(cached))
+        tmp.write_text(json.dumps(obj))
         os.replace(tmp, path)
     except OSError:
         pass
+
+
+def _store(cached: dict) -> None:
+    store_json(cache_file(), cached)
 
 
 def _cached(key: tuple[str, ...], build: Callable[[], tuple[str, bool]], plugins: tuple[str, ...]) -> str:

@@ -18,7 +18,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from .catalogue import cache_dir, fingerprint
+from .catalogue import cache_dir, fingerprint, store_json
 from .spec import RunSpec, canonical_json
 
 __all__ = ["probe_key", "read", "write", "folder"]
@@ -51,11 +51,4 @@ def read(spec: RunSpec) -> dict[str, Any] | None:
 
 def write(spec: RunSpec, fields: dict[str, Any]) -> None:
     """Store the probe of ``spec``'s group; a cache that cannot be written is ignored."""
-    path = folder() / f"{probe_key(spec)}.json"
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(fields))
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    store_json(folder() / f"{probe_key(spec)}.json", fields)
