@@ -139,7 +139,8 @@ def against_committed(study_plan: StudyPlan) -> str:
         cost = {}
     measured = sum((cost.get("seconds") or {}).values())
     if not measured > 0:
-        return f"  against the committed report: none to hold it against ({path} has no cost of its runs)"
+        why = f"{path} has no cost of its runs" if path.exists() else f"no report at this scale ({path} is absent)"
+        return f"  against the committed report: none to hold it against ({why})"
     if cost.get("runs") != study_plan.runs:
         return (f"  against the committed report: not comparable ({cost.get('runs')} runs there, {study_plan.runs} "
                 "in this plan)")

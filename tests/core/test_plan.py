@@ -199,7 +199,9 @@ def test_on_two_workers_the_groups_are_probed_in_two_processes_with_the_same_pla
 def test_the_plan_is_held_against_what_the_committed_reports_runs_cost(tmp_path):
     s = replace(study(), source=str(tmp_path / "study.toml"))
     plan = plan_study(s, lambda run: FAKE)
-    assert "none to hold it against" in against_committed(plan)
+    assert "none to hold it against (no report at this scale" in against_committed(plan)
+    (tmp_path / "claims.json").write_text(json.dumps({"claims": []}))  # a report from before costs were recorded
+    assert "has no cost of its runs" in against_committed(plan)
     measured = {k: 2 * v for k, v in plan.parts.items()}
     (tmp_path / "claims.json").write_text(json.dumps({"cost": {"runs": plan.runs, "seconds": measured}}))
     line = against_committed(plan)
