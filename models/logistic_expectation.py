@@ -161,7 +161,6 @@ def sigmoid_moments(mu: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarr
     Z = Φ(z) − E[R₁ 1{t>0}] + E[R₁ 1{t<0}], where the first two are E[σ(t) 1{t>0}] ≥ ½Φ(z),
     so Z keeps its relative accuracy when it is tiny (μ ≪ 0).
     """
-    mu = np.asarray(mu, dtype=float)
-    sd = np.sqrt(np.maximum(np.asarray(v, dtype=float), 1e-300))
+    mu, sd, z = _standardised(mu, v)
     pos, neg = _side(mu, sd, (1, 2, 3)), _side(-mu, sd, (1, 2, 3))
-    return ndtr(mu / sd) - pos[0] + neg[0], pos[1] + neg[1], neg[2] - pos[2]
+    return ndtr(z) - pos[0] + neg[0], pos[1] + neg[1], neg[2] - pos[2]

@@ -258,8 +258,9 @@ def plan_studies(studies: Sequence[Study], workers: int = 1, measure: Callable[[
 
     def estimate(runs: list[RunSpec]) -> GroupPlan | Future:
         nonlocal pool
-        if cache and probe_cache.read(runs[0]) is not None:  # no worker is started for what the cache holds
-            return _estimate(runs, measure, cache)
+        stored = probe_cache.read(runs[0]) if cache else None
+        if stored is not None:  # no worker is started for what the cache holds
+            return _group(runs, lambda: Probe(**stored), "probe from the cache")
         pool = pool or ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(start_method(None)))
         return pool.submit(_estimate, runs, measure, cache)
 
