@@ -55,6 +55,11 @@ recon_loss_fit
     §7's "reconstruction", a fit to the data the model was given.
 heldout_loglik
     Mean over H of log (1/S) Σ_s Poisson(x | wᵢₛᵀzⱼₛ), S = ``eval_samples``.
+recon_loss_whole, recon_rmse_whole, heldout_loglik_whole
+    The three on every test image, when the checkpoints score a seeded subset of them (``eval_test``):
+    measured at the last checkpoint only (:mod:`svibench.evaluation_subset`); without one, equal to the three
+    at every checkpoint.  Fitting each test image's q(z_j) is most of an evaluation (100 sweeps of a (V, M, K)
+    product), so the subset divides a checkpoint's cost by about M / ``eval_test``.
 elbo
     E_q[log p(X | W, Z)] (E[log wᵀz] by ``eval_samples`` draws, the rest exact)
     − KL(q ‖ prior), on the training matrix.
@@ -77,6 +82,7 @@ from scipy.special import digamma, gammaln
 from svibench.capabilities.conjugate import ConjugatePosterior, Globals, LocalApprox
 from svibench.capabilities.mean_field import Blocks, gamma_draws, gamma_natural_gradient_sum, mean_gradient
 from svibench.data import Dataset
+from svibench.evaluation_subset import draw_subset, subset_refusal, whole_declarations, whole_metrics
 from svibench.expfam import GammaNatural
 from svibench.metrics import Metric, metric_table
 from svibench.model import IncompatibleData, Model
@@ -84,7 +90,7 @@ from svibench.model import IncompatibleData, Model
 from .gamma_family import MeanFieldGamma
 from .poisson_counts import CountChain, Nonzeros, WeightMoments, column_locals, count_sweep, new_column_locals
 
-__all__ = ["PoissonGammaMF", "CHUNK_BYTES", "COLUMN_BLOCK"]
+__all__ = ["PoissonGammaMF", "CHUNK_BYTES", "COLUMN_BLOCK", "TEST_METRICS"]
 
 #: Bytes one (draws, V, N) intermediate may take; beyond, the draws are processed in chunks.
 CHUNK_BYTES = 256 * 2**20
@@ -92,6 +98,9 @@ CHUNK_BYTES = 256 * 2**20
 COLUMN_BLOCK = 2000
 #: A factor's q: a Gamma (natural parameters) or a point (a Gibbs state's draw).
 Factor = GammaNatural | np.ndarray
+#: The metrics of the test images that a subset of them estimates (``eval_test``) and the last checkpoint measures on
+#: every one (``_whole``).
+TEST_METRICS = ("heldout_loglik", "recon_loss", "recon_rmse")
 
 
 class PoissonGammaMF(Model):
@@ -113,6 +122,12 @@ class PoissonGammaMF(Model):
         E for ``recon_loss`` (0: the number of scored entries; see the module docstring).
     test_iterations : int
         Cap on the coordinate-ascent sweeps that fit a new column's q(z_j).
+    eval_test : int ≥ 0
+        New columns (test images): the test images scored at every checkpoint, a seeded random subset of that many
+        (0: every one), with every one at the last checkpoint (``recon_loss_whole``, ``recon_rmse_whole``,
+        ``heldout_loglik_whole``), so that a checkpoint costs a fraction of scoring all of them.
+    eval_seed : int
+        Seed of that subset: one subset for every method, seed and checkpoint of a problem.
     """
 
     name = "pmf"
@@ -132,6 +147,8 @@ class PoissonGammaMF(Model):
         Metric("recon_loss_fit", "lower", "diagnostic", "counts", rankable=False, low=0.0,
                description="√(Σ (x − x̂)²) / |O| on the observed entries O: a fit to Poisson-noisy counts, which rewards fitting their noise"),
     )
+    metrics = {**metrics, **metric_table(*whole_declarations(metrics, TEST_METRICS, "every test image (eval_test)"))}
+    evaluation_params: ClassVar[tuple[str, ...]] = ("eval_test", "eval_seed")
     #: Every posterior has it (a Gibbs state has no ELBO).
     answer = "heldout_loglik"
     primary = ("elbo", "heldout_loglik", "recon_loss")
@@ -142,7 +159,7 @@ class PoissonGammaMF(Model):
 
     def __init__(self, data: Dataset, *, n_factors: int = 100, w_shape: float = 0.1, w_rate: float = 0.3,
                  z_shape: float = 0.1, z_rate: float = 0.1, eval_samples: int = 20, loss_entries: int = 0,
-                 test_iterations: int = 100) -> None:
+                 test_iterations: int = 100, eval_test: int = 0, eval_seed: int = 0) -> None:
         super().__init__(data)
         X, mask = data.train.get("X"), data.train.get("mask")
         if X is None or mask is None or X.ndim != 2 or mask.shape != X.shape:
@@ -166,6 +183,21 @@ class PoissonGammaMF(Model):
         self.nonzeros = Nonzeros(self.X, self.mask)
         self._log_x_factorial = self.nonzeros.column_sums(lambda x: gammaln(x + 1.0))  # per column (image)
         self.test_columns = self._new_columns(data.test)
+        why = self.data_refusal(data, {"eval_test": eval_test})
+        if why:
+            raise ValueError(f"pmf: {why}")
+        self.test_subset = None if self.test_columns is None else draw_subset(
+            eval_test, self.test_columns.shape[1], eval_seed, "eval_test", "test images")
+
+    @classmethod
+    def data_refusal(cls, data: Dataset, params: dict) -> str:
+        """An ``eval_test`` that is not a subset of the test images, or set where the test data are held-out
+        entries."""
+        size, X = params.get("eval_test", 0), data.test.get("X")
+        if size and (X is None or "mask" in data.test):
+            return (f"eval_test = {size!r}: {data.name!r} holds out entries of its matrix, not test images; "
+                    f"remove eval_test")
+        return subset_refusal(size, X.shape[1], "eval_test", "test images") if size else ""
 
     def _new_columns(self, test: dict) -> np.ndarray | None:
         """The test images X (V, M) when ``test`` holds new columns (``X`` of V rows and no ``mask``), else None."""
@@ -355,10 +387,29 @@ class PoissonGammaMF(Model):
         """Metrics of a mean-field q (every metric), of the SVI family's q(W) (through :meth:`fitted_blocks`),
         or of a Gibbs state (its draw W, Z as points; no ELBO)."""
         if isinstance(posterior, CountChain):
-            return self._test_metrics(posterior.W, posterior.Z, rng, 1)
-        if isinstance(posterior, ConjugatePosterior):
-            posterior = self.fitted_blocks(posterior)
-        return {"elbo": self._elbo(posterior, rng), **self._test_metrics(posterior["W"], posterior["Z"], rng, self.eval_samples)}
+            values = self._test_metrics(posterior.W, posterior.Z, rng, 1, self.test_subset)
+        else:
+            if isinstance(posterior, ConjugatePosterior):
+                posterior = self.fitted_blocks(posterior)
+            values = {"elbo": self._elbo(posterior, rng),
+                      **self._test_metrics(posterior["W"], posterior["Z"], rng, self.eval_samples, self.test_subset)}
+        return values if self.test_subset is not None else {**values, **whole_metrics(values, TEST_METRICS)}
+
+    def evaluate_final(self, posterior: Blocks | ConjugatePosterior | CountChain, rng: np.random.Generator) -> dict[str, float]:
+        """With a subset of the test images at the checkpoints (``eval_test``): the ``_whole`` metrics, on every
+        test image."""
+        if self.test_subset is None:
+            return {}
+        if isinstance(posterior, CountChain):
+            W, Z, samples = posterior.W, posterior.Z, 1
+        else:
+            q = self.fitted_blocks(posterior) if isinstance(posterior, ConjugatePosterior) else posterior
+            W, Z, samples = q["W"], q["Z"], self.eval_samples
+        return whole_metrics(self._new_column_metrics(W, rng, samples, None), TEST_METRICS)
+
+    def final_evaluation_ratio(self) -> float:
+        """M / ``eval_test``: the test images' fit, linear in the images scored, is most of an evaluation."""
+        return 0.0 if self.test_subset is None else self.test_columns.shape[1] / self.test_subset.size
 
     def _elbo(self, q: Blocks, rng: np.random.Generator) -> float:
         """E_q log p(X | W, Z) − KL(q ‖ prior), E log wᵢᵀzⱼ on the observed nonzeros by ``eval_samples`` draws."""
@@ -372,30 +423,39 @@ class PoissonGammaMF(Model):
         expected_loglik = float(x @ e_log_rate) / self.eval_samples - expected_rate - self._log_x_factorial.sum()
         return expected_loglik - sum(float(q[name].kl(self.prior[name]).sum()) for name in ("W", "Z"))
 
-    def _test_metrics(self, W: Factor, Z: Factor, rng: np.random.Generator, n_samples: int) -> dict[str, float]:
+    def _test_metrics(self, W: Factor, Z: Factor, rng: np.random.Generator, n_samples: int,
+                      subset: np.ndarray | None) -> dict[str, float]:
         """Reconstruction losses and held-out log predictive of q(W) with the train columns' Z (held-out
-        entries) or with the test columns' q(z) fitted given W (new columns)."""
+        entries) or with the test columns' q(z) fitted given W (new columns; the test images ``subset``, None:
+        every one)."""
         mean_rate = _mean(W) @ _mean(Z).T
         fit = np.subtract(self.X, mean_rate)  # X − x̂ on the observed entries, 0 elsewhere, squared in place
         fit *= self.mask
         out = {"recon_loss_fit": _recon_loss(float(np.square(fit, out=fit).sum()), int(self.mask.sum()))}
         del fit  # before the test columns' arrays
-        test = self.data.test
         if self.test_columns is not None:
-            alpha, beta = new_column_locals(WeightMoments(*_log_and_mean(W)), test["X"], self.hyper[2], self.hyper[3],
-                                            self.test_iterations, LocalApprox.inner_tol)
-            Z = GammaNatural.from_shape_rate(alpha, beta)
-            held, mean_rate = np.ones(test["X"].shape, bool), _mean(W) @ _mean(Z).T
-        else:
-            held = test.get("mask")
-            if held is None or not held.any():
-                return out
-        x = test["X"][held]
+            return {**out, **self._new_column_metrics(W, rng, n_samples, subset)}
+        held = self.data.test.get("mask")
+        if held is None or not held.any():
+            return out
+        return {**out, **self._scores(W, Z, held, self.data.test["X"][held], mean_rate, rng, n_samples)}
+
+    def _new_column_metrics(self, W: Factor, rng: np.random.Generator, n_samples: int,
+                            subset: np.ndarray | None) -> dict[str, float]:
+        """:data:`TEST_METRICS` of the test images ``subset`` (None: every one), each one's q(z) fitted given W."""
+        X = self.test_columns if subset is None else self.test_columns[:, subset]
+        alpha, beta = new_column_locals(WeightMoments(*_log_and_mean(W)), X, self.hyper[2], self.hyper[3],
+                                        self.test_iterations, LocalApprox.inner_tol)
+        Z = GammaNatural.from_shape_rate(alpha, beta)
+        held = np.ones(X.shape, bool)
+        return self._scores(W, Z, held, X[held], _mean(W) @ _mean(Z).T, rng, n_samples)
+
+    def _scores(self, W: Factor, Z: Factor, held: np.ndarray, x: np.ndarray, mean_rate: np.ndarray,
+                rng: np.random.Generator, n_samples: int) -> dict[str, float]:
+        """:data:`TEST_METRICS` of the entries ``held`` (values ``x``) under rates ``mean_rate``."""
         sq = float(np.sum((x - mean_rate[held]) ** 2))
-        out["recon_loss"] = _recon_loss(sq, x.size, self.loss_entries)
-        out["recon_rmse"] = float(np.sqrt(sq / x.size))
-        out["heldout_loglik"] = self._log_predictive(W, Z, held, x, rng, n_samples)
-        return out
+        return {"recon_loss": _recon_loss(sq, x.size, self.loss_entries), "recon_rmse": float(np.sqrt(sq / x.size)),
+                "heldout_loglik": self._log_predictive(W, Z, held, x, rng, n_samples)}
 
     def _log_predictive(self, W: Factor, Z: Factor, held: np.ndarray, x: np.ndarray, rng: np.random.Generator,
                         n_samples: int) -> float:

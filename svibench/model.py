@@ -92,6 +92,14 @@ class Model:
         finally:
             self._checkpoint_memo = None
 
+    @classmethod
+    def data_refusal(cls, data: Dataset, params: dict[str, Any]) -> str:
+        """Why model parameters ``params`` cannot run on ``data`` (empty: they can), in one line that names the
+        parameter and what it may be; the sweep asks before any run (:func:`svibench.sweep.check_data`), so that a
+        setting only the loaded data can refuse (an evaluation subset larger than the data) stops nothing midway.
+        Default: nothing refused."""
+        return ""
+
     @property
     def n_train(self) -> int:
         """Number of training data points (the ``N`` of the epoch count)."""

@@ -233,6 +233,10 @@ def check_data(runs: Sequence[RunSpec], budget: tuple[int | None, str] = (None, 
     if problems:
         raise DataError("nothing was run; these problems' data cannot be loaded (provide the data, or remove "
                         "the problem from the study):\n  " + "\n  ".join(problems))
+    refused = _refusals(runs, loaded)
+    if refused:
+        raise DataError("nothing was run; these problems' model parameters do not fit their data:\n  "
+                        + "\n  ".join(refused))
     by_problem: dict[str, list[RunSpec]] = {}
     for run in runs:
         by_problem.setdefault(run.problem.key(), []).append(run)
@@ -240,6 +244,20 @@ def check_data(runs: Sequence[RunSpec], budget: tuple[int | None, str] = (None, 
         group, loaded[(group[0].problem.dataset, canonical_json(group[0].problem.dataset_params))], budget[0])]
     if over:
         refuse(over, *budget)
+
+
+def _refusals(runs: Sequence[RunSpec], loaded: dict[tuple[str, str], Any]) -> list[str]:
+    """Per problem, why its model's parameters cannot run on its loaded data (:meth:`Model.data_refusal`)."""
+    out, seen = [], set()
+    for run in runs:
+        if run.problem.key() in seen:
+            continue
+        seen.add(run.problem.key())
+        data = loaded[(run.problem.dataset, canonical_json(run.problem.dataset_params))]
+        why = get_registry(tuple(run.plugins)).model(run.problem.model).data_refusal(data, run.problem.model_params)
+        if why:
+            out.append(f"{run.problem.name}: model_params.{why}")
+    return out
 
 
 def run_study(

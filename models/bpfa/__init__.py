@@ -43,6 +43,7 @@ from svibench.data import Dataset
 from svibench.expfam import BetaNatural, GammaNatural, GaussianDiagNatural
 from svibench.numerics.minibatch import sample_minibatch
 from svibench.datasets.images import assemble_patches, windows
+from svibench.evaluation_subset import draw_subset, subset_refusal, whole_metrics
 from svibench.metrics import Metric, metric_table
 from svibench.model import Model
 
@@ -165,7 +166,7 @@ class BPFA(Model):
         self.init_rows, self.init_sweeps, self.eval_chunk = init_rows, init_sweeps, eval_chunk
         self.signal_rows = reference.signal_rows(self.Y.shape[0], reference_rows)
         self.eval_subset, self.eval_pixels = self._evaluation_subset(eval_patches, eval_windows, eval_window,
-                                                                     eval_rows, np.random.default_rng(eval_seed))
+                                                                     eval_rows, eval_seed)
         K, D = features, self.Y.shape[1]
         self.hyper = {"a0": a / K, "b0": b * (K - 1) / K, "c0": c0, "d0": d0, "e0": e0, "f0": f0, "phi_precision": float(D)}
         self._prior = {
@@ -354,18 +355,24 @@ class BPFA(Model):
         size."""
         return 0.0 if self.eval_subset is None else self.Y.shape[0] / self.eval_subset.size
 
+    @classmethod
+    def data_refusal(cls, data: Dataset, params: dict) -> str:
+        """An ``eval_rows`` on image data, or not a subset of the rows."""
+        rows = params.get("eval_rows", 0)
+        if rows and "image" in data.test:
+            return "eval_rows is for factor data; on an image use eval_patches = 'windows'"
+        return subset_refusal(rows, np.shape(data.train["Y"])[0], "eval_rows", "rows") if rows else ""
+
     def _evaluation_subset(self, eval_patches: str, grid: int, side: int, rows: int,
-                           rng: np.random.Generator) -> tuple[np.ndarray | None, np.ndarray | None]:
+                           seed: int) -> tuple[np.ndarray | None, np.ndarray | None]:
         """(rows evaluated at the checkpoints, pixels scored) from the evaluation parameters; (None, None) for all."""
-        N = self.Y.shape[0]
-        if rows and "image" in self.data.test:
-            raise ValueError("bpfa: eval_rows is for factor data; on an image use eval_patches = 'windows'")
-        if not 0 <= rows < N:
-            raise ValueError(f"bpfa: eval_rows must be 0 (every row) or a subset of the {N} rows, got {rows}")
+        why = self.data_refusal(self.data, {"eval_rows": rows})
+        if why:
+            raise ValueError(f"bpfa: {why}")
         if rows:
-            return np.sort(rng.choice(N, size=rows, replace=False)), None
+            return draw_subset(rows, self.Y.shape[0], seed, "eval_rows", "rows"), None
         if eval_patches == "windows":
-            return windows(self.data.test["image"].shape, self.data.meta["patch"], grid, side, rng)
+            return windows(self.data.test["image"].shape, self.data.meta["patch"], grid, side, np.random.default_rng(seed))
         return None, None
 
     def _measure(self, posterior: ConjugatePosterior | ChainState, rng: np.random.Generator,
@@ -409,7 +416,7 @@ WHOLE = ("heldout_loglik", "mse", "draw_mse", "psnr", "psnr_fit")
 
 def _whole(values: dict[str, float]) -> dict[str, float]:
     """``values``' :data:`WHOLE` metrics under their ``_whole`` names."""
-    return {f"{name}_whole": values[name] for name in WHOLE if name in values}
+    return whole_metrics(values, WHOLE)
 
 
 def reconstruct(patch_means: np.ndarray, meta: dict, shape: tuple[int, int], rows: np.ndarray | None = None) -> np.ndarray:

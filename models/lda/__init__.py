@@ -35,6 +35,10 @@ perplexity_vs_truth
 elbo, elbo_per_word
     The ELBO (with every document's locals fitted by ``mf``), total and per training token;
     for a Gamma q of BBVI, a Monte-Carlo estimate of its own bound on the same log p(w).
+    With ``eval_docs``, estimated at every checkpoint from a seeded subset of the training
+    documents (their terms scaled by D/|subset|), and measured on every document at the last
+    checkpoint as ``elbo_whole`` and ``elbo_per_word_whole`` (:mod:`svibench.evaluation_subset`):
+    fitting every document's locals is most of an evaluation.
 """
 from __future__ import annotations
 
@@ -51,6 +55,7 @@ from svibench.capabilities.mean_field import Blocks
 from svibench.capabilities.sparse import LazyGlobal, SparseStatistics
 from svibench.data import Dataset
 from svibench.datasets.bow import validate_counts
+from svibench.evaluation_subset import draw_subset, subset_refusal, whole_declarations, whole_metrics
 from svibench.expfam import DirichletNatural, GammaNatural
 from svibench.metrics import Metric, metric_table
 from svibench.model import IncompatibleData, Model
@@ -80,6 +85,11 @@ class LDA(Model):
         Coordinate ascent of the locals when evaluating (the ELBO's and the completion's θ).
     eval_samples : int
         Draws for the Monte-Carlo metrics of a Gamma q (BBVI).
+    eval_docs : int ≥ 0
+        The training documents the ELBO is estimated on at every checkpoint, a seeded random subset of that many
+        (0: every one), with every one at the last checkpoint (``elbo_whole``, ``elbo_per_word_whole``).
+    eval_seed : int
+        Seed of that subset: one subset for every method, seed and checkpoint of a problem.
     """
 
     name = "lda"
@@ -98,6 +108,9 @@ class LDA(Model):
         Metric("perplexity_vs_truth", "lower", "diagnostic", "", low=0.0,
                description="perplexity / the true topics' perplexity under the same estimator (synthetic data; 1: as good)"),
     )
+    metrics = {**metrics, **metric_table(*whole_declarations(metrics, ("elbo", "elbo_per_word"),
+                                                             "every training document (eval_docs)"))}
+    evaluation_params: ClassVar[tuple[str, ...]] = ("eval_docs", "eval_seed")
     #: Every posterior has it (a collapsed Gibbs chain has no ELBO); Hoffman et al.'s measure.
     answer = "perplexity"
     primary = ("elbo_per_word", "perplexity")
@@ -107,7 +120,8 @@ class LDA(Model):
     family_kinds: ClassVar[tuple[str, ...]] = ("meanfield",)
 
     def __init__(self, data: Dataset, *, n_topics: int = 20, alpha: float | None = None, eta: float | None = None,
-                 eval_iterations: int = 100, eval_tol: float = 1e-4, eval_samples: int = 10) -> None:
+                 eval_iterations: int = 100, eval_tol: float = 1e-4, eval_samples: int = 10, eval_docs: int = 0,
+                 eval_seed: int = 0) -> None:
         super().__init__(data)
         if "counts" not in data.train:
             raise IncompatibleData(f"lda needs train['counts'] (a D x V count matrix); {data.name!r} has {sorted(data.train)}")
@@ -125,6 +139,13 @@ class LDA(Model):
         self.eval_iterations, self.eval_tol, self.eval_samples = eval_iterations, eval_tol, eval_samples
         self.heldout = (tuple(Corpus(validate_counts(f"lda on {data.name} (test {half})", data.test[half], V))
                               for half in ("observed", "heldout")) if "heldout" in data.test else None)
+        self.elbo_subset = draw_subset(eval_docs, self.corpus.D, eval_seed, "eval_docs", "training documents")
+
+    @classmethod
+    def data_refusal(cls, data: Dataset, params: dict) -> str:
+        """An ``eval_docs`` that is not a subset of the training documents."""
+        size = params.get("eval_docs", 0)
+        return subset_refusal(size, np.shape(data.train["counts"])[0], "eval_docs", "training documents") if size else ""
 
     @property
     def n_train(self) -> int:
@@ -308,22 +329,41 @@ class LDA(Model):
         """Held-out metrics from the posterior's topics; the ELBO where the posterior has one (not a chain)."""
         if isinstance(posterior, Chain):
             return self.completion_metrics(posterior.topics(self.eta))
+        bound, topics = self._bound(posterior, rng, self.elbo_subset)
+        values = {**self._bounds(bound), **self.completion_metrics(topics)}
+        return values if self.elbo_subset is not None else {**values, **whole_metrics(values, ("elbo", "elbo_per_word"))}
+
+    def evaluate_final(self, posterior: ConjugatePosterior | Chain | Blocks, rng: np.random.Generator) -> dict[str, float]:
+        """With a subset of the documents at the checkpoints (``eval_docs``): the ELBO on every document."""
+        if self.elbo_subset is None or isinstance(posterior, Chain):
+            return {}
+        return whole_metrics(self._bounds(self._bound(posterior, rng, None)[0]), ("elbo", "elbo_per_word"))
+
+    def final_evaluation_ratio(self) -> float:
+        """D / ``eval_docs``: fitting the documents' locals, linear in the documents, is most of an evaluation."""
+        return 0.0 if self.elbo_subset is None else self.corpus.D / self.elbo_subset.size
+
+    def _bounds(self, bound: float) -> dict[str, float]:
+        return {"elbo": bound, "elbo_per_word": bound / self.corpus.n_tokens}
+
+    def _bound(self, posterior: ConjugatePosterior | Blocks, rng: np.random.Generator,
+               batch: np.ndarray | None) -> tuple[float, np.ndarray]:
+        """The ELBO (its estimate from the documents ``batch``; None: every one) and the topics (K, V)."""
         if isinstance(posterior, ConjugatePosterior):
             lam = posterior.lam["topics"].concentration()
-            bound = elbo(self.corpus, lam, self.alpha, self.eta, self.eval_iterations, self.eval_tol)
-            topics = lam / lam.sum(axis=1, keepdims=True)
-        else:
-            bound, topics = self._gamma_bound(posterior, rng)
-        return {"elbo": bound, "elbo_per_word": bound / self.corpus.n_tokens, **self.completion_metrics(topics)}
+            bound = elbo(self.corpus, lam, self.alpha, self.eta, self.eval_iterations, self.eval_tol, batch)
+            return bound, lam / lam.sum(axis=1, keepdims=True)
+        return self._gamma_bound(posterior, rng, batch)
 
-    def _gamma_bound(self, q: Blocks, rng: np.random.Generator) -> tuple[float, np.ndarray]:
-        """A Monte-Carlo ELBO of a Gamma q(g, h) (``eval_samples`` draws) and its topics E_q[h_k / Σ h_k]."""
+    def _gamma_bound(self, q: Blocks, rng: np.random.Generator, batch: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+        """A Monte-Carlo ELBO of a Gamma q(g, h) (``eval_samples`` draws; the likelihood of the documents ``batch``
+        scaled by D/|batch| when given, as :meth:`log_joint`) and its topics E_q[h_k / Σ h_k]."""
         family = self.variational_family()
         shapes, rates = zip(*(q[block].shape_rate() for block in ("g", "h")))
         phi = family.params(np.concatenate([a.ravel() for a in shapes]), np.concatenate([b.ravel() for b in rates]))
         z = family.sample(phi, rng, self.eval_samples)
         g, h = self._split(z)
-        bound = float(np.mean(self.log_joint(z)) + family.entropy(phi))
+        bound = float(np.mean(self.log_joint(z, batch)) + family.entropy(phi))
         return bound, np.mean(h / h.sum(axis=2, keepdims=True), axis=0)
 
     def completion_metrics(self, topics: np.ndarray) -> dict[str, float]:

@@ -51,17 +51,20 @@ def completion_loglik(topics: np.ndarray, alpha: float, observed: Corpus, heldou
     return float(coo.data @ np.log(p))
 
 
-def elbo(corpus: Corpus, lam: np.ndarray, alpha: float, eta: float, iterations: int, tol: float) -> float:
+def elbo(corpus: Corpus, lam: np.ndarray, alpha: float, eta: float, iterations: int, tol: float,
+         batch: np.ndarray | None = None) -> float:
     """The ELBO of q(β) = Π Dir(λ_k) with every document's q(θ_d) q(z_d) fitted by the mean-field locals.
 
     Hoffman, Blei & Bach (2010)'s bound (``onlineldavb.py``'s ``approx_bound``,
     unscaled): with φ optimal given γ, Σ_v n_dv Σ_k φ(E log θ + E log β − log φ)
-    = Σ_v n_dv log Σ_k exp(E log θ_dk + E log β_kv).
+    = Σ_v n_dv log Σ_k exp(E log θ_dk + E log β_kv).  With ``batch`` (a subset of the documents), the
+    documents' terms are summed over it and scaled by D/|batch| (the bound's minibatch estimate, as
+    ``approx_bound`` scales a minibatch's); the topics' term is exact.
     """
     elog_beta = digamma(lam) - digamma(lam.sum(axis=1, keepdims=True))
-    gamma = fit_documents(corpus, np.exp(elog_beta).T, alpha, iterations, tol)
+    gamma = fit_documents(corpus, np.exp(elog_beta).T, alpha, iterations, tol, batch=batch)
     elog_theta = digamma(gamma) - digamma(gamma.sum(axis=1, keepdims=True))
-    coo = corpus.csr.tocoo()
+    coo = (corpus.csr if batch is None else corpus.csr[batch]).tocoo()
     phinorm = np.einsum("nk,kn->n", np.exp(elog_theta)[coo.row], np.exp(elog_beta)[:, coo.col])
     K, V = lam.shape
     words = coo.data @ np.log(phinorm)
@@ -69,4 +72,5 @@ def elbo(corpus: Corpus, lam: np.ndarray, alpha: float, eta: float, iterations: 
             + len(gamma) * (gammaln(K * alpha) - K * gammaln(alpha)))
     topics = (np.sum((eta - lam) * elog_beta) + np.sum(gammaln(lam)) - np.sum(gammaln(lam.sum(axis=1)))
               + K * (gammaln(V * eta) - V * gammaln(eta)))
-    return float(words + docs + topics)
+    scale = 1.0 if batch is None else corpus.D / len(batch)
+    return float(scale * (words + docs) + topics)

@@ -28,6 +28,7 @@ from .html import Section, render_html
 from .markdown import render_markdown
 from .notes import NoteLookup, render_note
 from .rank import HEADLINE_METHODS, headline, ranking
+from .subsets import subset_table
 from ..settings import ReportError, ReportSettings, Target
 from .tables import (Table, final_metrics, metrics_meaning, ok_runs, paper_comparison, recorded_metrics, runs_not_ok,
                      skipped_pairs, time_to_target)
@@ -221,7 +222,8 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     targets = settings.targets_for(metrics, answers(ds))
     profile = profile_table(ev, targets[0]) if targets and targets[0].metric in ds else None
     across = [profile[0], profile_figure(profile[1], colours, targets[0].metric, dpi=dpi)] if profile else []
-    final = [final_metrics(ds, settings.shown(info)), metrics_meaning(ds)]
+    subsets = subset_table(ds)
+    final = [final_metrics(ds, settings.shown(info)), metrics_meaning(ds), *([subsets] if subsets else [])]
     reach = [t for t in (time_to_target(ev, target) for target in targets) if t]
     paper = paper_comparison(ds, manifest.get("paper", []), {v.claim.id: v.verdict for v in verdicts},
                              settings.converged_tolerance, settings.converged_window)

@@ -101,8 +101,8 @@ def test_factor_data_evaluate_a_seeded_subset_of_rows_and_every_row_at_the_end()
 
 
 @pytest.mark.parametrize("params, says", [
-    ({"eval_rows": 50}, r"eval_rows must be 0 \(every row\) or a subset of the 50 rows, got 50"),
-    ({"eval_rows": -1}, r"eval_rows must be 0 \(every row\) or a subset of the 50 rows, got -1"),
+    ({"eval_rows": 51}, r"eval_rows = 51 must be 0 \(every one of the 50 rows\) or a number of them from 1 to 50"),
+    ({"eval_rows": -1}, r"eval_rows = -1 must be 0 \(every one of the 50 rows\) or a number of them from 1 to 50"),
 ])
 def test_a_row_subset_must_be_part_of_the_data(params, says):
     with pytest.raises(ValueError, match=says):

@@ -161,7 +161,8 @@ def test_new_test_columns_get_their_factors_fitted_given_w_and_the_papers_loss()
         sq += [(Xt[i, j] - ew[i] * ez) ** 2 for i in range(Xt.shape[0])]
     assert out["recon_loss"] == pytest.approx(np.sqrt(np.sum(sq)) / len(sq), rel=1e-8)
     assert out["recon_rmse"] == pytest.approx(np.sqrt(np.mean(sq)), rel=1e-8)
-    assert set(out) == {"elbo", "heldout_loglik", "recon_loss", "recon_rmse", "recon_loss_fit"}
+    assert set(out) == {"elbo", "heldout_loglik", "recon_loss", "recon_rmse", "recon_loss_fit",
+                        "heldout_loglik_whole", "recon_loss_whole", "recon_rmse_whole"}  # no subset: whole = these
     scaled = PoissonGammaMF(model.data, n_factors=1, eval_samples=5, loss_entries=10 * len(sq), **PRIORS)
     value = scaled.evaluate(q, np.random.default_rng(1))["recon_loss"]
     assert value == pytest.approx(np.sqrt(np.sum(sq) * 10) / (10 * len(sq)), rel=1e-8)
