@@ -10,11 +10,14 @@ import pytest
 
 from svibench.capabilities.conjugate import ConjugatePosterior
 from svibench.data import DataError
+from svibench.datasets.gamma_factor import gamma_factor_synthetic
 from svibench.datasets.lda import lda_synthetic
 from svibench.evaluation_subset import draw_subset, subset_refusal, whole_declarations
 from svibench.executors import run_local
 from svibench.models.lda import LDA
 from svibench.models.lda.evaluation import elbo
+from svibench.expfam import GammaNatural
+from svibench.models.gamma_factor import GammaFactor
 from svibench.models.pmf import PoissonGammaMF
 from svibench.report import write_report
 from svibench.report.subsets import subset_errors
@@ -66,6 +69,26 @@ def test_pmf_scores_the_subset_at_checkpoints_and_every_test_image_at_the_last()
     assert "recon_loss_whole" not in estimate
     for name in ("recon_loss", "recon_rmse", "heldout_loglik", "elbo"):
         assert estimate[name] == direct[name]
+
+
+def test_gamma_factor_estimates_its_predictive_on_the_subset_and_measures_every_test_row_at_the_last():
+    data = gamma_factor_synthetic(n=60, n_test=50, dim=5, factors=2, seed=0)
+    every = GammaFactor(data, n_factors=2, eval_samples=6)
+    sampled = GammaFactor(data, n_factors=2, eval_samples=6, eval_test=12, eval_seed=2)
+    alone = GammaFactor(dataclasses.replace(data, test={"Y": data.test["Y"][sampled.test_subset]}), n_factors=2,
+                        eval_samples=6)
+    q = {"Z": GammaNatural.from_shape_rate(np.full((5, 2), 2.0), np.full((5, 2), 3.0))}
+    whole = every.evaluate(q, np.random.default_rng(1))
+    estimate = sampled.evaluate(q, np.random.default_rng(1))
+    assert estimate["heldout_loglik"] == alone.evaluate(q, np.random.default_rng(1))["heldout_loglik"]
+    assert estimate["neg_test_loglik"] == whole["neg_test_loglik"]  # one whitening: always every test row
+    assert "heldout_loglik_whole" not in estimate and whole["heldout_loglik_whole"] == whole["heldout_loglik"]
+    # The last checkpoint draws q afresh, as a checkpoint without a subset draws first: the same number.
+    final = sampled.evaluate_final(q, np.random.default_rng(1))
+    assert final == {"heldout_loglik_whole": whole["heldout_loglik"]}
+    assert sampled.final_evaluation_ratio() == 50 / 12
+    assert GammaFactor.data_refusal(data, {"eval_test": 51}).startswith("eval_test = 51 must be 0 (every one of the "
+                                                                        "50 test rows)")
 
 
 def test_pmf_refuses_a_test_subset_where_the_test_data_are_held_out_entries():
