@@ -209,7 +209,9 @@ def check_data(runs: Sequence[RunSpec], budget: tuple[int | None, str] = (None, 
         loader's advice on getting the file), whose data file is missing,
         corrupt or malformed (NaN, wrong shape), or whose loader rejects its
         parameters: a sweep must not spend hours recording the same error in
-        every run.
+        every run.  Also naming each problem whose model parameters do not fit
+        its loaded data (:meth:`~svibench.model.Model.data_refusal`, e.g. an
+        evaluation subset larger than the data).
     MemoryBudgetError
         A run would need more memory than ``budget`` (one line with the estimate).
     """

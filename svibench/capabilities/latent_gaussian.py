@@ -30,6 +30,7 @@ import scipy.sparse
 
 from ..errors import Diverged
 from ..numerics.quadrature import Rule
+from ..numerics.spd import inverse_from_cholesky
 
 __all__ = [
     "LatentGaussian",
@@ -67,8 +68,9 @@ class GaussianPosterior:
     ``scale_tril``, when the algorithm holds one, is a lower-triangular L with cov = LLᵀ:
     :func:`kl_to_prior` then uses it instead of decomposing cov (which can fail in floating
     point when L's diagonal spans many decades).  ``logdet``, when known more cheaply than
-    from cov (log|Σ| by the determinant lemma from an N × N factor when N < D), spares
-    :func:`kl_to_prior` a D × D Cholesky under a diagonal prior."""
+    from cov (log|Σ| by the determinant lemma from an N × N factor when N < D, or as −log|Λ| from the
+    factor of a precision Λ the algorithm holds), spares :func:`kl_to_prior` a D × D Cholesky under a
+    diagonal prior."""
 
     mean: np.ndarray
     cov: np.ndarray
@@ -270,8 +272,9 @@ class GaussianFromSites:
         w = -2.0 * lam2
         if self.space == "weight":
             L = self._cholesky(self._precision(w))
-            cov = scipy.linalg.cho_solve((L, True), np.eye(L.shape[0]))
-            return GaussianPosterior(cov @ (self.XT @ lam1), cov)
+            cov = inverse_from_cholesky(L)
+            logdet = -2.0 * float(np.sum(np.log(np.diag(L))))  # log|Σ| = −log|Σ₀⁻¹ + XᵀWX|
+            return GaussianPosterior(cov @ (self.XT @ lam1), cov, logdet=logdet)
         L, C = self._data_factor(w)
         cov_eta = self.K - C.T @ C
         m = cov_eta @ lam1

@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.linalg import solve_triangular
 
+from ..numerics.spd import inverse_from_cholesky
 from .base import LOG_2PI, MeanParametrization, NaturalParametrization, _require, _size_tuple
 
 __all__ = ["GaussianFullNatural", "GaussianFullMean"]
@@ -63,10 +64,8 @@ def _cho_solve(chol: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _cho_inverse(chol: np.ndarray) -> np.ndarray:
-    """``(L Lᵀ)⁻¹`` via ``L⁻¹`` (the matrix itself is wanted, e.g. Σ as a mean parameter)."""
-    eye = np.broadcast_to(np.eye(chol.shape[-1]), chol.shape)
-    l_inv = _tri_solve(chol, eye, trans=False)
-    return np.swapaxes(l_inv, -1, -2) @ l_inv
+    """``(L Lᵀ)⁻¹`` (the matrix itself is wanted, e.g. Σ as a mean parameter), by LAPACK's potri."""
+    return inverse_from_cholesky(chol)
 
 
 @dataclass(frozen=True, eq=False)
