@@ -25,7 +25,7 @@ neg_test_loglik
 heldout_loglik
     The Monte-Carlo predictive (1/N_test) Σᵢ log (1/S) Σ_s N(yᵢ | 0, Σ_s),
     Z_s ~ q, S = ``eval_samples`` (biased low by Jensen for small S).  It costs S whitenings of every test
-    row (O(S N_test D²), most of an evaluation on CyTOF's 222,656 test cells), so with ``eval_test`` the
+    row (O(S N_test D²), most of an evaluation when the test rows are many), so with ``eval_test`` the
     checkpoints estimate it on a seeded subset of the test rows and the last checkpoint measures it on every
     one, as ``heldout_loglik_whole`` (:mod:`svibench.evaluation_subset`).  ``neg_test_loglik``, one
     whitening, is always on every test row.

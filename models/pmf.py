@@ -401,10 +401,9 @@ class PoissonGammaMF(Model):
         if self.test_subset is None:
             return {}
         if isinstance(posterior, CountChain):
-            W, Z, samples = posterior.W, posterior.Z, 1
-        else:
-            q = self.fitted_blocks(posterior) if isinstance(posterior, ConjugatePosterior) else posterior
-            W, Z, samples = q["W"], q["Z"], self.eval_samples
+            W, samples = posterior.W, 1
+        else:  # the test images' factors are fitted given q(W) alone: the training columns' q(Z) is not needed
+            W, samples = (posterior.lam if isinstance(posterior, ConjugatePosterior) else posterior)["W"], self.eval_samples
         return whole_metrics(self._new_column_metrics(W, rng, samples, None), TEST_METRICS)
 
     def final_evaluation_ratio(self) -> float:

@@ -344,6 +344,7 @@ class LDA(Model):
         return 0.0 if self.elbo_subset is None else self.corpus.D / self.elbo_subset.size
 
     def _bounds(self, bound: float) -> dict[str, float]:
+        """The ELBO, total and per training token."""
         return {"elbo": bound, "elbo_per_word": bound / self.corpus.n_tokens}
 
     def _bound(self, posterior: ConjugatePosterior | Blocks, rng: np.random.Generator,

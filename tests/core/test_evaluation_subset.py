@@ -71,6 +71,21 @@ def test_pmf_scores_the_subset_at_checkpoints_and_every_test_image_at_the_last()
         assert estimate[name] == direct[name]
 
 
+def test_pmf_measures_an_svi_posterior_on_every_test_image_from_its_q_w_alone():
+    from svibench.algorithms.svi import SVI
+
+    data = _pmf_data()
+    every = PoissonGammaMF(data, n_factors=3, eval_samples=5)
+    sampled = PoissonGammaMF(data, n_factors=3, eval_samples=5, eval_test=10)
+    alg = SVI(batch_size=10, t0=1.0)
+    alg.init(sampled, np.random.default_rng(0))
+    for _ in range(3):
+        alg.step()
+    q = alg.posterior()
+    whole, final = every.evaluate(q, np.random.default_rng(1)), sampled.evaluate_final(q, np.random.default_rng(1))
+    assert final["recon_loss_whole"] == whole["recon_loss"] and final["recon_rmse_whole"] == whole["recon_rmse"]
+
+
 def test_gamma_factor_estimates_its_predictive_on_the_subset_and_measures_every_test_row_at_the_last():
     data = gamma_factor_synthetic(n=60, n_test=50, dim=5, factors=2, seed=0)
     every = GammaFactor(data, n_factors=2, eval_samples=6)
