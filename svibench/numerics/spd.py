@@ -1,7 +1,7 @@
 """The inverse of a symmetric positive definite matrix from its Cholesky factor, by LAPACK's ``potri``.
 
 ``potri`` forms (L Lᵀ)⁻¹ from L in about 2D³/3 flops (``trtri``, then ``lauum``), where solving L X = I and then
-forming X ᵀX costs about 3D³ (the triangular solve does not know its right-hand side is the identity, and the product
+forming XᵀX costs about 3D³ (the triangular solve does not know its right-hand side is the identity, and the product
 does not know its factors are triangular): at D = 2,000 (colon-cancer's weights) about 5 Gflop instead of 24.  Used
 where a covariance Σ = Λ⁻¹ itself is wanted (a Gaussian's mean parameters, a posterior's covariance).
 """
