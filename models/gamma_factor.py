@@ -41,7 +41,7 @@ from scipy.special import logsumexp
 
 from svibench.capabilities.mean_field import Blocks, gamma_draws, gamma_mean_gradient
 from svibench.data import Dataset
-from svibench.evaluation_subset import draw_subset, subset_refusal, whole_declarations, whole_metrics
+from svibench.evaluation_subset import draw_subset, subset_refusal, whole_declarations, whole_metrics, with_whole
 from svibench.expfam import LOG_2PI, GammaNatural
 from svibench.metrics import Metric, metric_table
 from svibench.model import IncompatibleData, Model
@@ -215,9 +215,7 @@ class GammaFactor(Model):
         if Yt is not None and len(Yt):
             out["neg_test_loglik"] = float(-np.mean(self._gauss_logpdf(Yt, self.expected_covariance(q))))
             out["heldout_loglik"] = self._predictive(Yt if self.test_subset is None else Yt[self.test_subset], draws)
-            if self.test_subset is None:
-                out.update(whole_metrics(out, ("heldout_loglik",)))
-        return out
+        return with_whole(out, ("heldout_loglik",), self.test_subset)
 
     def evaluate_final(self, posterior: Blocks, rng: np.random.Generator) -> dict[str, float]:
         """With a subset of the test rows at the checkpoints (``eval_test``): ``heldout_loglik`` on every one, from

@@ -82,7 +82,7 @@ from scipy.special import digamma, gammaln
 from svibench.capabilities.conjugate import ConjugatePosterior, Globals, LocalApprox
 from svibench.capabilities.mean_field import Blocks, gamma_draws, gamma_natural_gradient_sum, mean_gradient
 from svibench.data import Dataset
-from svibench.evaluation_subset import draw_subset, subset_refusal, whole_declarations, whole_metrics
+from svibench.evaluation_subset import draw_subset, subset_refusal, whole_declarations, whole_metrics, with_whole
 from svibench.expfam import GammaNatural
 from svibench.metrics import Metric, metric_table
 from svibench.model import IncompatibleData, Model
@@ -393,7 +393,7 @@ class PoissonGammaMF(Model):
                 posterior = self.fitted_blocks(posterior)
             values = {"elbo": self._elbo(posterior, rng),
                       **self._test_metrics(posterior["W"], posterior["Z"], rng, self.eval_samples, self.test_subset)}
-        return values if self.test_subset is not None else {**values, **whole_metrics(values, TEST_METRICS)}
+        return with_whole(values, TEST_METRICS, self.test_subset)
 
     def evaluate_final(self, posterior: Blocks | ConjugatePosterior | CountChain, rng: np.random.Generator) -> dict[str, float]:
         """With a subset of the test images at the checkpoints (``eval_test``): the ``_whole`` metrics, on every

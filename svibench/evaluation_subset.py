@@ -17,7 +17,7 @@ import numpy as np
 
 from .metrics import Metric
 
-__all__ = ["WHOLE", "whole_name", "whole_metrics", "whole_declarations", "subset_refusal", "draw_subset"]
+__all__ = ["WHOLE", "whole_name", "whole_metrics", "with_whole", "whole_declarations", "subset_refusal", "draw_subset"]
 
 #: The suffix of a metric measured on the whole set at the last checkpoint.
 WHOLE = "_whole"
@@ -31,6 +31,12 @@ def whole_name(name: str) -> str:
 def whole_metrics(values: Mapping[str, float], names: Iterable[str]) -> dict[str, float]:
     """``values``' metrics among ``names`` under their ``_whole`` names."""
     return {whole_name(name): values[name] for name in names if name in values}
+
+
+def with_whole(values: dict[str, float], names: Iterable[str], subset: np.ndarray | None) -> dict[str, float]:
+    """A checkpoint's ``values``; when it evaluated no subset (``subset`` None), with the ``_whole`` metrics of
+    ``names`` added, equal to them (the module's convention)."""
+    return values if subset is not None else {**values, **whole_metrics(values, names)}
 
 
 def whole_declarations(metrics: Mapping[str, Metric], names: Iterable[str], how: str) -> tuple[Metric, ...]:

@@ -43,7 +43,7 @@ from svibench.data import Dataset
 from svibench.expfam import BetaNatural, GammaNatural, GaussianDiagNatural
 from svibench.numerics.minibatch import sample_minibatch
 from svibench.datasets.images import assemble_patches, windows
-from svibench.evaluation_subset import draw_subset, subset_refusal, whole_metrics
+from svibench.evaluation_subset import draw_subset, subset_refusal, whole_metrics, with_whole
 from svibench.metrics import Metric, metric_table
 from svibench.model import Model
 
@@ -339,16 +339,13 @@ class BPFA(Model):
           the whole image, so they estimate the whole image's without bias): ``psnr_whole`` and ``psnr_fit_whole``
           come at the last checkpoint from :meth:`evaluate_final`.
         """
-        values = self._measure(posterior, rng, self.eval_subset)
-        if self.eval_subset is None:
-            values.update(_whole(values))
-        return values
+        return with_whole(self._measure(posterior, rng, self.eval_subset), WHOLE, self.eval_subset)
 
     def evaluate_final(self, posterior: ConjugatePosterior | ChainState, rng: np.random.Generator) -> dict[str, float]:
         """With an evaluation subset (``eval_patches = "windows"``, ``eval_rows``): the ``*_whole`` metrics, those of
         :meth:`evaluate` on every row (every pixel), at the run's last checkpoint (the checkpoints estimated them on
         the subset)."""
-        return {} if self.eval_subset is None else _whole(self._measure(posterior, rng, None))
+        return {} if self.eval_subset is None else whole_metrics(self._measure(posterior, rng, None), WHOLE)
 
     def final_evaluation_ratio(self) -> float:
         """N / (the patches covering the windows): evaluation is linear in the rows evaluated, in chunks of the same
@@ -412,11 +409,6 @@ class BPFA(Model):
 
 #: The metrics a checkpoint estimates on an evaluation subset and the last checkpoint measures on every row (``_whole``).
 WHOLE = ("heldout_loglik", "mse", "draw_mse", "psnr", "psnr_fit")
-
-
-def _whole(values: dict[str, float]) -> dict[str, float]:
-    """``values``' :data:`WHOLE` metrics under their ``_whole`` names."""
-    return whole_metrics(values, WHOLE)
 
 
 def reconstruct(patch_means: np.ndarray, meta: dict, shape: tuple[int, int], rows: np.ndarray | None = None) -> np.ndarray:

@@ -55,7 +55,7 @@ from svibench.capabilities.mean_field import Blocks
 from svibench.capabilities.sparse import LazyGlobal, SparseStatistics
 from svibench.data import Dataset
 from svibench.datasets.bow import validate_counts
-from svibench.evaluation_subset import draw_subset, subset_refusal, whole_declarations, whole_metrics
+from svibench.evaluation_subset import draw_subset, subset_refusal, whole_declarations, whole_metrics, with_whole
 from svibench.expfam import DirichletNatural, GammaNatural
 from svibench.metrics import Metric, metric_table
 from svibench.model import IncompatibleData, Model
@@ -331,7 +331,7 @@ class LDA(Model):
             return self.completion_metrics(posterior.topics(self.eta))
         bound, topics = self._bound(posterior, rng, self.elbo_subset)
         values = {**self._bounds(bound), **self.completion_metrics(topics)}
-        return values if self.elbo_subset is not None else {**values, **whole_metrics(values, ("elbo", "elbo_per_word"))}
+        return with_whole(values, ("elbo", "elbo_per_word"), self.elbo_subset)
 
     def evaluate_final(self, posterior: ConjugatePosterior | Chain | Blocks, rng: np.random.Generator) -> dict[str, float]:
         """With a subset of the documents at the checkpoints (``eval_docs``): the ELBO on every document."""

@@ -63,11 +63,6 @@ def _cho_solve(chol: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _tri_solve(chol, _tri_solve(chol, b, trans=False), trans=True)
 
 
-def _cho_inverse(chol: np.ndarray) -> np.ndarray:
-    """``(L Lᵀ)⁻¹`` (the matrix itself is wanted, e.g. Σ as a mean parameter), by LAPACK's potri."""
-    return inverse_from_cholesky(chol)
-
-
 @dataclass(frozen=True, eq=False)
 class GaussianFullNatural(NaturalParametrization):
     """Natural parameters of multivariate Gaussians.
@@ -99,7 +94,7 @@ class GaussianFullNatural(NaturalParametrization):
         _require(np.allclose(cov, np.swapaxes(cov, -1, -2)), "GaussianFull: covariance must be symmetric")
         chol = _cholesky(cov, "GaussianFull: covariance")
         eta1 = _cho_solve(chol, mean[..., None])[..., 0]
-        return cls(eta1, -0.5 * _sym(_cho_inverse(chol)))
+        return cls(eta1, -0.5 * inverse_from_cholesky(chol))  # exactly symmetric
 
     def precision(self) -> np.ndarray:
         """``Λ = -(η₂ + η₂ᵀ)``."""
@@ -122,7 +117,7 @@ class GaussianFullNatural(NaturalParametrization):
     def mean_cov(self) -> tuple[np.ndarray, np.ndarray]:
         """``(m, Σ)`` with ``Σ = Λ⁻¹``."""
         chol = self._chol()
-        return self._mean_from_chol(chol), _sym(_cho_inverse(chol))
+        return self._mean_from_chol(chol), inverse_from_cholesky(chol)  # exactly symmetric
 
     def log_partition(self) -> np.ndarray:
         chol = self._chol()
