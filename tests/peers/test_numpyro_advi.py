@@ -96,6 +96,26 @@ def test_posterior_is_the_guides_gaussian(models, guide):
     assert abs(-float(loss) - exact) < 0.002 * abs(exact)
 
 
+
+@pytest.mark.parametrize("guide", ["normal", "mvn", "lowrank"])
+def test_the_compiled_read_out_is_numpyros_eager_posterior(models, guide):
+    """posterior() reads q(z) through one compiled call; it equals NumPyro's own eager read-out of the same state:
+    ``get_params`` and the guide's ``get_posterior`` (loc, covariance, scale-tril), or loc and scale."""
+    alg = _run(models["gpc"], 50, True, guide=guide)
+    q = alg.posterior()
+    program = _program(alg.settings_)
+    with _x64():
+        params = program.svi.get_params(alg.state_)
+        if guide == "normal":
+            loc, scale = np.asarray(params["z_auto_loc"]), np.asarray(params["z_auto_scale"])
+            cov, tril = np.diag(scale**2), np.diag(scale)
+        else:
+            d = program.svi.guide.get_posterior(params)
+            loc, cov, tril = np.asarray(d.loc), np.asarray(d.covariance_matrix), np.asarray(d.scale_tril)
+    np.testing.assert_allclose(q.mean, loc, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(q.scale_tril, tril, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(q.cov, cov, rtol=1e-12, atol=1e-14)
+
 def test_reaches_chols_optimum_as_svibenchs_advi_does(models):
     """Full-rank ADVI (one draw, Adam 0.01, 5,000 fused steps) on logistic regression ends within 1% of the
     exact-ELBO optimum Chol reaches by L-BFGS, as bbvi-reparam's test asks (seeds 0-2 end 0.55-0.67% below it),
