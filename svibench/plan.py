@@ -86,7 +86,8 @@ def probe(spec: RunSpec) -> Probe:
     own = spec.budget
     steps = min(own.iterations or PROBE_STEPS, PROBE_STEPS)
     short = replace(spec, budget=Budget(steps, own.epochs, min(own.seconds or PROBE_SECONDS, PROBE_SECONDS)),
-                    checkpoints=Checkpoints(at=(steps,)), timeout=None)
+                    checkpoints=Checkpoints(at=(steps,)), timeout=None,
+                    score_reference="checkpoints")  # one checkpoint's scoring is timed, however often the run scores
     cpu = time.process_time()
     ds = execute(short, final=False)
     cpu = time.process_time() - cpu
@@ -121,8 +122,8 @@ PARTS = ("stepping", "evaluation", "scoring", "compilation")
 def run_parts(spec: RunSpec, p: Probe) -> tuple[dict[str, float], bool]:
     """The estimated CPU seconds of run ``spec`` from its group's probe, split into :data:`PARTS` (stepping: init
     and steps; evaluation: the checkpoints' and the last one's extra, scoring excluded; scoring: against a
-    reference; compilation: the warm-up), and whether its seconds limit binds.  A run's time limit scales
-    every part alike."""
+    reference, at every checkpoint or at the last (``score_reference``); compilation: the warm-up), and whether its
+    seconds limit binds.  A run's time limit scales every part alike."""
     budget = spec.budget
     limits = [budget.iterations, budget.epochs / p.epochs_per_step if budget.epochs and p.epochs_per_step else None,
               max(0.0, budget.seconds - p.init) / p.per_step if budget.seconds and p.per_step else None]
@@ -132,7 +133,7 @@ def run_parts(spec: RunSpec, p: Probe) -> tuple[dict[str, float], bool]:
     n = evaluations(spec, steps, p)
     parts = {"stepping": min(algorithm, budget.seconds) if binds else algorithm,
              "evaluation": n * (p.per_evaluation - p.per_scoring) + p.final_evaluation,
-             "scoring": n * p.per_scoring, "compilation": p.warm_up}
+             "scoring": (n if spec.score_reference == "checkpoints" else 1) * p.per_scoring, "compilation": p.warm_up}
     total = sum(parts.values())
     if spec.timeout is not None and total > spec.timeout:
         parts = {k: v * spec.timeout / total for k, v in parts.items()}

@@ -21,7 +21,7 @@ import time
 import traceback
 import zlib
 from dataclasses import asdict
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import xarray as xr
@@ -84,8 +84,8 @@ class _Schedule:
 class _Trajectory:
     """A run's checkpoint rows: the posterior evaluated, with the algorithm's clock stopped."""
 
-    def __init__(self, final: bool = True) -> None:
-        self.final = final
+    def __init__(self, final: bool = True, score_checkpoints: bool = True) -> None:
+        self.final, self.score_checkpoints = final, score_checkpoints
         self.rows: list[dict[str, float]] = []
         self.metrics: dict[str, Metric] = {}
         self.answer = ""
@@ -101,6 +101,8 @@ class _Trajectory:
         self.scorer, self.reference = scorer_for(problem, model)
         if self.scorer is not None:
             self.metrics = {**self.metrics, **self.scorer.metrics}
+            if not self.score_checkpoints:
+                self.reference += '; scored at the last checkpoint only ([study] score_reference = "last")'
 
     def record(self, model: Model, alg: Algorithm, rng: np.random.Generator, iteration: int, epoch: float,
                algorithm_seconds: float, wall_seconds: float) -> None:
@@ -111,23 +113,35 @@ class _Trajectory:
         posterior = alg.posterior()
         with model.checkpoint():  # the model's metrics and the scorer share what both read (model.per_checkpoint)
             values = evaluate_posterior(model, posterior, rng)
-            if self.scorer is not None:
-                t_accuracy = time.perf_counter()
-                values.update(self.scorer(model, posterior))
-                self.accuracy_seconds += time.perf_counter() - t_accuracy
+            if self.score_checkpoints:
+                values.update(self._score(model, posterior))
         self.evaluation_seconds += time.perf_counter() - t_eval
         self.rows.append({"iteration": iteration, "epoch": epoch, "time": algorithm_seconds, "wall_time": wall_seconds})
         self._add(model, values)
 
     def finish(self, model: Model, alg: Algorithm, rng: np.random.Generator) -> None:
-        """Add the model's last-checkpoint-only metrics (:meth:`Model.evaluate_final`) to the last row, if asked."""
+        """Add the last-checkpoint-only metrics to the last row, if asked: the model's (:meth:`Model.evaluate_final`)
+        and, when the run is scored against its reference at the last checkpoint only, the scorer's."""
         if not self.final:
             return
         t_eval = time.perf_counter()
-        values = model.evaluate_final(alg.posterior(), rng)
+        posterior = alg.posterior()
+        with model.checkpoint():
+            values = model.evaluate_final(posterior, rng)
+            if not self.score_checkpoints:
+                values = {**values, **self._score(model, posterior)}
         self.evaluation_seconds += time.perf_counter() - t_eval
         if values:
             self._add(model, values)
+
+    def _score(self, model: Model, posterior: Any) -> dict[str, float]:
+        """The accuracy metrics of ``posterior`` against the reference (none without one), timed as scoring."""
+        if self.scorer is None:
+            return {}
+        t_accuracy = time.perf_counter()
+        values = self.scorer(model, posterior)
+        self.accuracy_seconds += time.perf_counter() - t_accuracy
+        return values
 
     def _add(self, model: Model, values: dict[str, float]) -> None:
         """Put ``values`` in the last row; raise :class:`Diverged` when they are unhealthy."""
@@ -167,7 +181,7 @@ def execute(
     with (iteration, epoch, algorithm CPU seconds), outside the clock; it must
     be cheap (e.g. throttle its output).
     """
-    trajectory, timing = _Trajectory(final), _Timing(clock, warm)
+    trajectory, timing = _Trajectory(final, spec.score_reference == "checkpoints"), _Timing(clock, warm)
     status, message, tb = "ok", "", ""
     started = time.monotonic()
     try:

@@ -12,7 +12,13 @@ import numpy as np
 
 from .plateau import relative_change
 
-__all__ = ["ProblemSpec", "Budget", "Checkpoints", "RunSpec", "canonical_json", "PROBLEM_IDENTITY"]
+__all__ = ["ProblemSpec", "Budget", "Checkpoints", "RunSpec", "canonical_json", "PROBLEM_IDENTITY", "SCORE_REFERENCE"]
+
+#: When a run is scored against its problem's reference posterior (``[study] score_reference``): at every
+#: checkpoint (the report's figure of ELBO against accuracy draws each run's path through them), or at the last
+#: checkpoint only (what the accuracy tables and claims at the budget read; for studies whose runs report no ELBO,
+#: where that path is not drawn, the checkpoints' scoring was read by nothing).
+SCORE_REFERENCE = ("checkpoints", "last")
 
 
 def canonical_json(obj: Any) -> str:
@@ -149,7 +155,9 @@ class RunSpec:
     ``method``, else its label, e.g. ``"PG-exact"``; default: ``label``) and
     ``variant`` the hyperparameters its grid varies at this run, e.g.
     ``{"kappa": 0.6}``: the label's structured parts, which reports read instead
-    of parsing the label.  Neither enters :attr:`run_id`.
+    of parsing the label.  Neither enters :attr:`run_id`.  ``score_reference`` is one of
+    :data:`SCORE_REFERENCE`; it enters :attr:`run_id` when it is not the default (a run scored at its last
+    checkpoint only records less than one scored at every checkpoint).
     """
 
     study: str
@@ -164,6 +172,7 @@ class RunSpec:
     plugins: tuple[str, ...] = ()
     method: str = ""
     variant: dict[str, Any] = field(default_factory=dict)
+    score_reference: str = "checkpoints"
 
     def __post_init__(self) -> None:
         if not self.method:
@@ -173,7 +182,8 @@ class RunSpec:
     def run_id(self) -> str:
         """Stable identity: the same problem, algorithm, hyperparameters, seed and budget (computed once: the
         sweep reads it for every run each time it writes the manifest)."""
-        ident = canonical_json(
-            [self.problem.key(), self.algorithm, self.params, self.seed, self.budget.key(), asdict(self.checkpoints)]
-        )
+        ident = [self.problem.key(), self.algorithm, self.params, self.seed, self.budget.key(), asdict(self.checkpoints)]
+        if self.score_reference != SCORE_REFERENCE[0]:
+            ident.append({"score_reference": self.score_reference})
+        ident = canonical_json(ident)
         return hashlib.sha1(ident.encode()).hexdigest()[:16]

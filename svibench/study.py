@@ -6,6 +6,7 @@ A study is a TOML file (read with the standard library's ``tomllib``)::
     name = "quickstart"
     seeds = [0, 1, 2]
     timeout = 600                 # optional, seconds of wall-clock per run
+    # score_reference = "last"    # optional: score q against a reference posterior at the last checkpoint only
 
     [budget]                      # any of iterations / epochs / seconds
     iterations = 200
@@ -82,7 +83,7 @@ from .claims.schema import (Claim, Reference, check_names, parse_claims, parse_r
                             skipped_not_run)
 from .claims.notes import check_text
 from .settings import ReportError, ReportSettings
-from .spec import Budget, Checkpoints, ProblemSpec, RunSpec, UntilConverged, canonical_json
+from .spec import SCORE_REFERENCE, Budget, Checkpoints, ProblemSpec, RunSpec, UntilConverged, canonical_json
 
 __all__ = ["Study", "StudyError", "load_study", "parse_study"]
 
@@ -92,7 +93,7 @@ class StudyError(UserError, ValueError):
 
 
 TOP_KEYS = {"study", "budget", "problem", "algorithm", "scales", "paper", "report", "claim", "target", "reference"}
-STUDY_KEYS = {"name", "description", "seeds", "timeout"}
+STUDY_KEYS = {"name", "description", "seeds", "timeout", "score_reference"}
 BUDGET_KEYS = {"iterations", "epochs", "seconds", "checkpoints", "spacing", "at", "until_converged"}
 UNTIL_KEYS = {"metric", "tolerance", "window", "least"}
 PROBLEM_KEYS = {"name", "model", "dataset", "model_params", "dataset_params", "budget"}
@@ -267,7 +268,7 @@ def parse_study(
     registry = registry or get_registry(tuple(plugins))
     _check_keys(raw, TOP_KEYS, source)
     overrides = _parse_scales(raw.get("scales", {}), scale, source)
-    name, description, seeds, timeout = _parse_study_table(raw.get("study", {}), overrides)
+    name, description, seeds, timeout, score_reference = _parse_study_table(raw.get("study", {}), overrides)
     every_problem, budgets = _parse_problems(raw.get("problem"), overrides, registry, raw.get("budget", {}))
     problems = _scale_problems(every_problem, overrides.get("problems"))
     runs, skipped = [], []
@@ -289,7 +290,7 @@ def parse_study(
                 continue
             budget, checkpoints = budgets[problem.name]
             runs.extend(RunSpec(name, problem, point.entry.name, point.label, point.params, seed, budget, checkpoints,
-                                timeout, tuple(plugins), point.method, point.variant) for seed in seeds)
+                                timeout, tuple(plugins), point.method, point.variant, score_reference) for seed in seeds)
     ids = [r.run_id for r in runs]
     if len(set(ids)) != len(ids):
         raise StudyError("[[algorithm]]: two entries describe the same runs (same algorithm and parameters); remove one")
@@ -343,8 +344,9 @@ def _parse_scales(scales: Any, scale: str, source: str) -> dict[str, Any]:
     return scales[scale] if scale != "default" else {}
 
 
-def _parse_study_table(table: Any, overrides: dict[str, Any]) -> tuple[str, str, list[int], float | None]:
-    """``[study]``: name, description, seeds (a list or a count) and the optional per-run timeout."""
+def _parse_study_table(table: Any, overrides: dict[str, Any]) -> tuple[str, str, list[int], float | None, str]:
+    """``[study]``: name, description, seeds (a list or a count), the optional per-run timeout and when runs are
+    scored against a reference posterior (:data:`~svibench.spec.SCORE_REFERENCE`)."""
     study = dict(_check_keys(table, STUDY_KEYS, "[study]"))
     study.update({key: overrides[key] for key in ("seeds", "timeout") if key in overrides})
     name = study.get("name")
@@ -360,7 +362,11 @@ def _parse_study_table(table: Any, overrides: dict[str, Any]) -> tuple[str, str,
     timeout = study.get("timeout")
     if timeout is not None:
         timeout = _positive(timeout, "[study] timeout", float)
-    return name, str(study.get("description", "")), seeds, timeout
+    score = study.get("score_reference", "checkpoints")
+    if score not in SCORE_REFERENCE:
+        raise StudyError(f"[study] score_reference: expected one of {', '.join(map(repr, SCORE_REFERENCE))} "
+                         f"(when runs are scored against a reference posterior), got {score!r}")
+    return name, str(study.get("description", "")), seeds, timeout, score
 
 
 def _parse_budget(table: Any, overrides: dict[str, Any], own: dict[str, Any] | None = None,

@@ -73,6 +73,8 @@ def test_the_estimate_of_a_run_is_its_parts_and_the_totals_add_up():
     assert list(parts) == list(PARTS) and sum(parts.values()) == pytest.approx(seconds)
     assert parts["scoring"] == pytest.approx(0.4 * parts["evaluation"] / 0.6)  # 0.04 of each 0.1 s evaluation
     assert parts["compilation"] == FAKE.warm_up
+    last, _ = run_parts(replace(run, score_reference="last"), replace(FAKE, per_scoring=0.04))
+    assert last["scoring"] == pytest.approx(0.04) and last["evaluation"] == parts["evaluation"]  # one scoring, at the end
     plan = plan_study(s, lambda run: FAKE)
     assert plan.seconds == pytest.approx(sum(g.seconds * len(g.runs) for g in plan.groups))
     assert plan.seconds == pytest.approx(18 * seconds)

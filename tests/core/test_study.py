@@ -47,6 +47,12 @@ def test_grids_and_seeds_expand_into_runs_with_labels(tmp_path):
     assert len({r.run_id for r in study.runs}) == 6
 
 
+def test_score_reference_reaches_every_run(tmp_path):
+    runs = load_study(write(tmp_path, GOOD)).runs
+    last = load_study(write(tmp_path, GOOD.replace("seeds = [0, 1]", 'seeds = [0, 1]\nscore_reference = "last"'))).runs
+    assert {r.score_reference for r in runs} == {"checkpoints"} and {r.score_reference for r in last} == {"last"}
+
+
 def test_paper_scale_merges_its_overrides(tmp_path):
     path = write(tmp_path, GOOD + "\n[scales.paper]\nseeds = [0, 1, 2]\ndataset_params = { n = 1000 }\nbudget = { iterations = 50 }\n")
     study = load_study(path, scale="paper")
@@ -162,6 +168,9 @@ BAD = {
     "unknown dataset": (GOOD.replace('dataset = "gmm-synthetic"', 'dataset = "no-such-data"'), "unknown dataset 'no-such-data'"),
     "no problems": (GOOD.split("[[problem]]")[0], "needs at least one [[problem]]"),
     "repeated seed": (GOOD.replace("seeds = [0, 1]", "seeds = [0, 0]"), "[study] seeds: [0, 0] repeats a seed"),
+    "score_reference": (GOOD.replace("seeds = [0, 1]", 'seeds = [0, 1]\nscore_reference = "end"'),
+                        "[study] score_reference: expected one of 'checkpoints', 'last' (when runs are scored against a "
+                        "reference posterior), got 'end'"),
     "unknown scale key": (GOOD + "\n[scales.paper]\nseed = [1]\n", "[scales.paper]: unknown key 'seed'; valid keys:"),
     "paper value": (GOOD + '\n[[paper]]\nproblem = "p"\nalgorithm = "a"\nmetric = "elbo"\nvalue = "high"\n',
                     "[[paper]] #1 value: expected a number, got 'high' (str)"),

@@ -3,6 +3,7 @@ and agreement of independent Pólya-Gamma Gibbs references within Monte Carlo er
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -44,6 +45,22 @@ def test_vmp_on_linreg_scores_zero_against_the_exact_reference_and_the_prior_doe
     assert ds["ref_w2"].values[0] > 0.1 and ds["ref_mean_error"].values[0] > 1.0  # the prior, at iteration 0
     assert "ref_predictive_kl" not in ds  # linreg predicts no classes
     assert 0.0 < ds.attrs["accuracy_seconds"] < ds.attrs["evaluation_seconds"] < ds.attrs["wall_seconds"]
+
+
+def test_a_run_scored_at_its_last_checkpoint_only_records_what_every_checkpoint_scoring_records_there(refdir):
+    """``score_reference = "last"``: the accuracy metrics only in the last row, equal to those a run scored at
+    every checkpoint records there (the same trajectory: scoring draws nothing from the run's streams); the rest of
+    the rows unchanged; the run says how it was scored; its identity differs."""
+    make_reference(LINREG, build_model(LINREG, cache=False), SHORT)
+    spec = RunSpec("t", LINREG, "svi", "svi", {"batch_size": 50}, 0, Budget(iterations=20), Checkpoints(count=4))
+    every, last = execute(spec), execute(replace(spec, score_reference="last"))
+    assert every.attrs["status"] == last.attrs["status"] == "ok"
+    for m in ("ref_mean_error", "ref_sd_error", "ref_w2"):
+        assert np.isfinite(every[m].values).all()
+        assert np.isnan(last[m].values[:-1]).all() and last[m].values[-1] == every[m].values[-1]
+    np.testing.assert_array_equal(last["elbo"].values, every["elbo"].values)
+    assert 'score_reference = "last"' in last.attrs["reference"] and "last" not in every.attrs["reference"]
+    assert replace(spec, score_reference="last").run_id != spec.run_id
 
 
 def test_a_problem_without_reference_runs_without_accuracy_metrics_and_says_which_command_makes_one(refdir):
