@@ -212,9 +212,12 @@ class FeatureSweep:
         self.full = bool(M.all())
         g, phi = view.gamma_obs, view.phi
         phi_sq = phi**2
-        self.Q = g * (M @ phi_sq.T)
-        # At a sampled view E[φ²] = φ², so A = Q: one (B, D) x (D, K) product instead of two.
-        self.A = self.Q if np.array_equal(view.phi2, phi_sq) else g * (M @ view.phi2.T)
+        if np.array_equal(view.phi2, phi_sq):  # a sampled view: E[φ²] = φ², so A = Q
+            self.Q = self.A = g * (M @ phi_sq.T)
+        else:  # both from one (B, D) x (D, 2K) product, not two of half the width
+            K = phi.shape[0]
+            both = M @ np.concatenate([phi_sq, view.phi2]).T
+            self.Q, self.A = g * both[:, :K], g * both[:, K:]
         self.X = np.array(X0, dtype=float)
         self.R = Y - self.X @ phi if self.X.any() else np.array(Y, dtype=float)
         if not self.full:

@@ -40,8 +40,8 @@ def global_statistics(mom: LocalMoments, view: GlobalMoments, Y: np.ndarray, M: 
     on = slice(None) if used.all() else np.flatnonzero(used)  # (Gibbs draws use few of the K: fewer flops)
     X_on = X[:, on]
     R = (M * (Y - (X_on @ phi[on]).reshape(S, B, -1)) if mom.R is None else mom.R).reshape(S * B, -1)
-    XX_M = (M.T @ (mom.X * mom.X).sum(0)).T      # Σ_s Σᵢ m_id E[x_ik]²  (K, D)
-    X2_M = (M.T @ mom.X2.sum(0)).T               # Σ_s Σᵢ m_id E[x_ik²]  (K, D)
+    both = (M.T @ np.concatenate([(mom.X * mom.X).sum(0), mom.X2.sum(0)], axis=1)).T  # one product for the two:
+    XX_M, X2_M = both[:K], both[K:]              # Σ_s Σᵢ m_id E[x_ik]² and Σ_s Σᵢ m_id E[x_ik²]  (K, D) each
     lin = g * phi * XX_M
     lin[on] += g * (X_on.T @ R)
     resid2 = float((R * R).sum() + (X2_M * view.phi2).sum() - (XX_M * phi**2).sum())
