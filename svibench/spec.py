@@ -16,8 +16,8 @@ __all__ = ["ProblemSpec", "Budget", "Checkpoints", "RunSpec", "canonical_json", 
 
 #: When a run is scored against its problem's reference posterior (``[study] score_reference``): at every
 #: checkpoint (the report's figure of ELBO against accuracy draws each run's path through them), or at the last
-#: checkpoint only (what the accuracy tables and claims at the budget read; for studies whose runs report no ELBO,
-#: where that path is not drawn, the checkpoints' scoring was read by nothing).
+#: checkpoint only (what the accuracy tables read: enough for a study whose runs report no ELBO, whose paths are
+#: not drawn).
 SCORE_REFERENCE = ("checkpoints", "last")
 
 
