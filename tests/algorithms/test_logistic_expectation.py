@@ -110,3 +110,17 @@ def test_the_evaluation_only_expectations_equal_the_full_ones_bit_for_bit():
     value, grad, _ = expected_log_sigmoid(mu, v)
     np.testing.assert_array_equal(expected_log_sigmoid_value(mu, v), value)
     np.testing.assert_array_equal(expected_sigmoid(-mu, v), grad)
+
+
+def test_many_points_are_computed_in_chunks_with_each_points_value_as_if_alone(monkeypatch):
+    """Past ``CHUNK`` points the expectations are computed a chunk at a time (for the cache); every point's values
+    are those of the points computed in one piece, bit for bit, including across a chunk's edge."""
+    import svibench.models.logistic_expectation as le
+
+    rng = np.random.default_rng(1)
+    mu, v = rng.normal(0, 5, 5001), rng.gamma(0.5, 20.0, 5001)
+    chunked = (*expected_log_sigmoid(mu, v), expected_sigmoid(mu, v), *sigmoid_moments(mu, v))
+    monkeypatch.setattr(le, "CHUNK", 10**9)
+    whole = (*expected_log_sigmoid(mu, v), expected_sigmoid(mu, v), *sigmoid_moments(mu, v))
+    for a, b in zip(chunked, whole):
+        np.testing.assert_array_equal(a, b)
