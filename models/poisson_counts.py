@@ -129,13 +129,13 @@ def new_column_locals(view: WeightMoments, X: np.ndarray, z_shape: float, z_rate
     alpha = z_shape + np.broadcast_to(X.sum(axis=0)[:, None] / K, beta.shape)
     active = np.ones(X.shape[1], dtype=bool)
     for _ in range(iterations):
-        log_z = digamma(alpha) - np.log(beta)
+        on = slice(None) if active.all() else np.flatnonzero(active)  # a column that has stopped costs nothing
+        log_z = digamma(alpha[on]) - np.log(beta[on])
         z_hat = np.exp(log_z - log_z.max(axis=1, keepdims=True))
-        ratio = X / np.maximum(w_hat @ z_hat.T, np.finfo(float).tiny)
+        ratio = X[:, on] / np.maximum(w_hat @ z_hat.T, np.finfo(float).tiny)
         new = z_shape + z_hat * (ratio.T @ w_hat)
-        moved = np.mean(np.abs(new - alpha), axis=1)
-        alpha = np.where(active[:, None], new, alpha)
-        active &= moved >= tol
+        active[on] = np.mean(np.abs(new - alpha[on]), axis=1) >= tol
+        alpha[on] = new
         if not active.any():
             break
     return alpha, np.array(beta)
