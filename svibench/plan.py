@@ -44,7 +44,7 @@ from . import probe_cache
 from .executors.local import start_method
 from .problem import build_model
 from .runner import execute
-from .spec import Budget, Checkpoints, RunSpec, canonical_json
+from .spec import SCORE_REFERENCE, Budget, Checkpoints, RunSpec, canonical_json
 from .study import Study
 
 __all__ = ["Probe", "GroupPlan", "StudyPlan", "PARTS", "probe", "run_parts", "run_seconds", "evaluations", "plan_study",
@@ -87,7 +87,7 @@ def probe(spec: RunSpec) -> Probe:
     steps = min(own.iterations or PROBE_STEPS, PROBE_STEPS)
     short = replace(spec, budget=Budget(steps, own.epochs, min(own.seconds or PROBE_SECONDS, PROBE_SECONDS)),
                     checkpoints=Checkpoints(at=(steps,)), timeout=None,
-                    score_reference="checkpoints")  # one checkpoint's scoring is timed, however often the run scores
+                    score_reference=SCORE_REFERENCE[0])  # one checkpoint's scoring is timed, however often the run scores
     cpu = time.process_time()
     ds = execute(short, final=False)
     cpu = time.process_time() - cpu
@@ -133,7 +133,7 @@ def run_parts(spec: RunSpec, p: Probe) -> tuple[dict[str, float], bool]:
     n = evaluations(spec, steps, p)
     parts = {"stepping": min(algorithm, budget.seconds) if binds else algorithm,
              "evaluation": n * (p.per_evaluation - p.per_scoring) + p.final_evaluation,
-             "scoring": (n if spec.score_reference == "checkpoints" else 1) * p.per_scoring, "compilation": p.warm_up}
+             "scoring": (n if spec.scores_checkpoints else 1) * p.per_scoring, "compilation": p.warm_up}
     total = sum(parts.values())
     if spec.timeout is not None and total > spec.timeout:
         parts = {k: v * spec.timeout / total for k, v in parts.items()}

@@ -181,7 +181,7 @@ def execute(
     with (iteration, epoch, algorithm CPU seconds), outside the clock; it must
     be cheap (e.g. throttle its output).
     """
-    trajectory, timing = _Trajectory(final, spec.score_reference == "checkpoints"), _Timing(clock, warm)
+    trajectory, timing = _Trajectory(final, spec.scores_checkpoints), _Timing(clock, warm)
     status, message, tb = "ok", "", ""
     started = time.monotonic()
     try:

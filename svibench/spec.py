@@ -172,18 +172,23 @@ class RunSpec:
     plugins: tuple[str, ...] = ()
     method: str = ""
     variant: dict[str, Any] = field(default_factory=dict)
-    score_reference: str = "checkpoints"
+    score_reference: str = SCORE_REFERENCE[0]
 
     def __post_init__(self) -> None:
         if not self.method:
             object.__setattr__(self, "method", self.label)
+
+    @property
+    def scores_checkpoints(self) -> bool:
+        """Whether the run is scored against a reference at every checkpoint (else at its last only)."""
+        return self.score_reference == SCORE_REFERENCE[0]
 
     @cached_property
     def run_id(self) -> str:
         """Stable identity: the same problem, algorithm, hyperparameters, seed and budget (computed once: the
         sweep reads it for every run each time it writes the manifest)."""
         ident = [self.problem.key(), self.algorithm, self.params, self.seed, self.budget.key(), asdict(self.checkpoints)]
-        if self.score_reference != SCORE_REFERENCE[0]:
+        if not self.scores_checkpoints:
             ident.append({"score_reference": self.score_reference})
         ident = canonical_json(ident)
         return hashlib.sha1(ident.encode()).hexdigest()[:16]

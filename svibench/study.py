@@ -362,7 +362,7 @@ def _parse_study_table(table: Any, overrides: dict[str, Any]) -> tuple[str, str,
     timeout = study.get("timeout")
     if timeout is not None:
         timeout = _positive(timeout, "[study] timeout", float)
-    score = study.get("score_reference", "checkpoints")
+    score = study.get("score_reference", SCORE_REFERENCE[0])
     if score not in SCORE_REFERENCE:
         raise StudyError(f"[study] score_reference: expected one of {', '.join(map(repr, SCORE_REFERENCE))} "
                          f"(when runs are scored against a reference posterior), got {score!r}")
