@@ -8,7 +8,8 @@ from svibench.data import Dataset, dataset
 __all__ = ["bpfa_synthetic", "mask_entries"]
 
 
-@dataset("bpfa-synthetic", kind="factor", description="draws from the finite beta-process factor model (BPFA §5.1)")
+@dataset("bpfa-synthetic", kind="factor", description="draws from the finite beta-process factor model (BPFA §5.1)",
+         size=("n",))
 def bpfa_synthetic(*, n: int = 2000, dim: int = 40, features: int = 80, gamma_w: float = 1.0, gamma_obs: float = 100.0,
                    a: float = 10.0, b: float = 10.0, heldout: float = 0.075, seed: int = 0) -> Dataset:
     """yᵢ = (zᵢ ∘ wᵢ)Φ + εᵢ with π_k ~ Beta(a/K, b(K−1)/K), φ_k ~ N(0, I/D), wᵢ ~ N(0, I/γ_w),

@@ -205,7 +205,7 @@ def cytof(*, samples: list[str] | None = None, markers: list[str] | None = None,
 
 @dataset("cytof-entries", kind="factor",
          description="CyTOF BCR-XL (SUBSTITUTE for the papers' CyTOF), arcsinh(x/5), held-out entries with masks (BPFA)",
-         files=tuple(FILES.values()))
+         files=tuple(FILES.values()), size=("n_cells",))
 def cytof_entries(*, samples: list[str] | None = None, markers: list[str] | None = None, heldout: float = 0.05,
                   n_cells: int | None = None, seed: int = 0) -> Dataset:
     """A seeded random fraction ``heldout`` of the ENTRIES held out (Shah et al. §5.4: 5%), as ``bpfa-synthetic``.

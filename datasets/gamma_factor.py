@@ -16,7 +16,7 @@ __all__ = ["gamma_factor_synthetic"]
 
 
 @dataset("gamma-factor-synthetic", kind="real-matrix",
-         description="draws of the gamma factor model, D = 40, K = 40")
+         description="draws of the gamma factor model, D = 40, K = 40", size=("n", "n_test"))
 def gamma_factor_synthetic(*, n: int = 20000, n_test: int = 5000, dim: int = 40, factors: int = 40,
                            noise_variance: float = 0.1, shape: float = 1.0, rate: float = 1.0,
                            standardize: bool = True, seed: int = 0) -> Dataset:

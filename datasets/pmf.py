@@ -65,7 +65,7 @@ def _pick(rng: np.random.Generator, total: int, n: int, what: str) -> np.ndarray
 
 @dataset("mnist", kind="count-matrix",
          description="MNIST digits, official 60,000/10,000 split, as count matrices (pixels × images; binarised by default)",
-         files=tuple(f for pair in MNIST_FILES.values() for f in pair))
+         files=tuple(f for pair in MNIST_FILES.values() for f in pair), size=("n_train", "n_test"))
 def mnist(*, n_train: int = 60_000, n_test: int = 10_000, levels: int = 2, seed: int = 0) -> Dataset:
     """MNIST as the paper's PMF problem: train X (784, n_train) and test X (784, n_test), both counts.
 
@@ -100,7 +100,7 @@ def mnist(*, n_train: int = 60_000, n_test: int = 10_000, levels: int = 2, seed:
 
 
 @dataset("usps-counts", kind="count-matrix", description="USPS digits, pixels quantised to counts 0-15 (stand-in for MNIST)",
-         files=(USPS_ALL,))
+         files=(USPS_ALL,), size=("n_images",))
 def usps_counts(*, n_images: int = 1000, levels: int = 16, heldout: float = 0.1, seed: int = 0) -> Dataset:
     """A (256, n_images) count matrix of USPS digits with a random 10 % of entries held out.
 
@@ -119,7 +119,8 @@ def usps_counts(*, n_images: int = 1000, levels: int = 16, heldout: float = 0.1,
                          {"source": USPS_ALL.describe(), "sha256": USPS_ALL.sha256})
 
 
-@dataset("pmf-synthetic", kind="count-matrix", description="draws of the Poisson-gamma factorisation model")
+@dataset("pmf-synthetic", kind="count-matrix", description="draws of the Poisson-gamma factorisation model",
+         size=("cols",))
 def pmf_synthetic(*, rows: int = 100, cols: int = 300, factors: int = 5, shape: float = 1.0, rate: float = 1.0,
                   heldout: float = 0.1, seed: int = 0) -> Dataset:
     """X_ij ~ Poisson(wᵢᵀzⱼ) with w_ik, z_jk ~ Ga(shape, rate) (App. K, eq. 96); a random 10 % held out.

@@ -20,7 +20,8 @@ from svibench.data import Dataset, dataset
 __all__ = ["gmm_synthetic", "linreg_synthetic"]
 
 
-@dataset("gmm-synthetic", kind="density", description="Gaussian mixture draws (K well-separated diagonal components)")
+@dataset("gmm-synthetic", kind="density", description="Gaussian mixture draws (K well-separated diagonal components)",
+         size=("n", "n_test"))
 def gmm_synthetic(*, n: int = 2000, n_test: int = 500, dim: int = 2, components: int = 5,
                   separation: float = 4.0, seed: int = 0) -> Dataset:
     """Mixture of ``components`` diagonal Gaussians; means ~ N(0, separation²), sds in [0.5, 1.5].
@@ -46,7 +47,7 @@ def gmm_synthetic(*, n: int = 2000, n_test: int = 500, dim: int = 2, components:
     )
 
 
-@dataset("linreg-synthetic", kind="regression", description="linear-Gaussian regression draws")
+@dataset("linreg-synthetic", kind="regression", description="linear-Gaussian regression draws", size=("n", "n_test"))
 def linreg_synthetic(*, n: int = 500, n_test: int = 200, dim: int = 5, noise_sd: float = 0.5, seed: int = 0) -> Dataset:
     """X ~ N(0, I), w ~ N(0, I), y = Xw + N(0, noise_sd²).
 

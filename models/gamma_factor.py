@@ -86,6 +86,7 @@ class GammaFactor(Model):
     )
     metrics = {**metrics, **metric_table(*whole_declarations(metrics, ("heldout_loglik",), "every test row (eval_test)"))}
     evaluation_params: ClassVar[tuple[str, ...]] = ("eval_test", "eval_seed")
+    row_params: ClassVar[tuple[str, ...]] = ("eval_test",)
     #: Deterministic given q (the ELBO and heldout_loglik are Monte-Carlo estimates), and the paper's measure.
     answer = "neg_test_loglik"
     primary = ("elbo", "neg_test_loglik")

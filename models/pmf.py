@@ -149,6 +149,7 @@ class PoissonGammaMF(Model):
     )
     metrics = {**metrics, **metric_table(*whole_declarations(metrics, TEST_METRICS, "every test image (eval_test)"))}
     evaluation_params: ClassVar[tuple[str, ...]] = ("eval_test", "eval_seed")
+    row_params: ClassVar[tuple[str, ...]] = ("eval_test",)
     #: Every posterior has it (a Gibbs state has no ELBO).
     answer = "heldout_loglik"
     primary = ("elbo", "heldout_loglik", "recon_loss")

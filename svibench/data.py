@@ -198,10 +198,12 @@ class DatasetInfo:
     loader: Callable[..., Dataset]
     files: tuple[DataFile, ...] = ()
     paper_split: bool = False
+    size: tuple[str, ...] = ()
 
 
 def dataset(name: str, *, kind: str, description: str = "", files: tuple[DataFile, ...] = (),
-            paper_split: bool = False) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
+            paper_split: bool = False,
+            size: tuple[str, ...] = ()) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
     """Mark a loader function as the dataset ``name``.
 
     The registry collects marked functions from the modules of
@@ -209,12 +211,15 @@ def dataset(name: str, *, kind: str, description: str = "", files: tuple[DataFil
     are the dataset's parameters in a study file; a ``seed`` parameter, if
     any, seeds synthetic generation or random splits.  ``files`` are the
     :class:`DataFile` s it reads (``svibench describe`` lists them, present or not).  ``paper_split``:
-    the loader's ``split`` also takes ``"paper"``, the split of the paper the dataset comes from.
+    the loader's ``split`` also takes ``"paper"``, the split of the paper the dataset comes from.  ``size``: the
+    loader's parameters that count its rows (data points, train or test), which a plan's reduced problem scales
+    down alike (:mod:`svibench.reduced_problem`); each must take any count from 1 to its value.
     """
 
     def mark(loader: Callable[..., Dataset]) -> Callable[..., Dataset]:
         doc = description or (loader.__doc__ or "").strip().split("\n")[0]
-        loader._svibench_dataset = DatasetInfo(name, kind, doc, loader, tuple(files), paper_split)  # type: ignore[attr-defined]
+        loader._svibench_dataset = DatasetInfo(name, kind, doc, loader, tuple(files), paper_split,
+                                                  tuple(size))  # type: ignore[attr-defined]
         return loader
 
     return mark

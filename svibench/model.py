@@ -74,6 +74,9 @@ class Model:
     #: Keyword parameters that choose how a posterior is scored (which rows or patches, how many predictive draws,
     #: chunk sizes), not the model: a reference posterior does not depend on them either.
     evaluation_params: ClassVar[tuple[str, ...]] = ()
+    #: Keyword parameters that count rows of the data (an evaluation subset's size; 0: every row): a plan's reduced
+    #: problem scales them with the dataset's size (:mod:`svibench.reduced_problem`).
+    row_params: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, data: Dataset) -> None:
         if data.kind not in self.data_kinds:

@@ -17,6 +17,14 @@ probe does not make it: on a paper-scale image it costs more than the probe).  T
 clock.  On N workers the probes run in N processes at once (:func:`plan_studies`), as the runs would.
 A run whose seconds limit binds is its own estimate: only its warm-up, init and evaluations come from the probe.
 
+Two things keep a plan of the paper scales short.  Groups that differ only in a dataset's split or seed
+(:data:`SAME_COST`: which rows, not how many) share one probe, made on the first of them.  And a problem whose
+dataset declares its size (``@dataset(..., size=...)``) and has many more rows than
+:data:`~svibench.reduced_problem.PROBE_ROWS` is not probed whole: two reduced problems are, and a stated scaling
+law carries their timings to the whole (:func:`reduced_probe`, :mod:`svibench.reduced_problem`; the group's line
+in the plan gives the law).  Such an estimate carries the reduced problems' cost per row to the whole, which can
+differ from the whole problem's own (caches, the work per row as a fit converges).
+
 Each estimate is split into :data:`PARTS`: stepping (init and steps), evaluation, scoring against a reference,
 and compilation (the warm-up); writing the run files and the report is not estimated (``regenerate`` prints the
 time of each).  ``regenerate --plan`` holds each study's estimate against what the runs of its committed report
@@ -40,7 +48,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from . import probe_cache
+from . import probe_cache, reduced_problem
 from .executors.local import start_method
 from .problem import build_model
 from .runner import execute
@@ -76,11 +84,26 @@ class Probe:
     final_evaluation: float = 0.0
     #: Of ``per_evaluation``, the part spent scoring against a reference posterior (:mod:`svibench.reference`).
     per_scoring: float = 0.0
+    #: The fraction of the rows of the larger reduced problem the probe was made on (1: the whole problem), and the
+    #: exponent of each part's scaling law (:func:`reduced_probe`).
+    reduced: float = 1.0
+    exponents: dict[str, float] = field(default_factory=dict)
 
 
 def probe(spec: RunSpec) -> Probe:
-    """Time the first steps of ``spec``'s algorithm on its problem (see the module docstring); raises
-    RuntimeError with the run's message if the probe does not end ``ok`` with a step timed."""
+    """Time the first steps of ``spec``'s algorithm on its problem (see the module docstring), or on two reduced
+    problems carried to it by the scaling law (:func:`reduced_probe`) if its dataset declares its size and the problem
+    is large; raises RuntimeError with the run's message if the probe does not end ``ok`` with a step timed."""
+    f = reduced_problem.fraction(spec.problem, spec.plugins)
+    if f is not None:
+        try:
+            return reduced_probe(spec, f)
+        except Exception:  # a reduced problem the model or the algorithm refuses (a batch above its rows): probe whole
+            pass
+    return _probe(spec)
+
+
+def _probe(spec: RunSpec) -> Probe:
     ratio = build_model(spec.problem, spec.plugins).final_evaluation_ratio()  # its data loads once per worker: not
     # part of a run's cost
     own = spec.budget
@@ -99,6 +122,27 @@ def probe(spec: RunSpec) -> Probe:
     per_scoring = min(per_evaluation, float(ds.attrs.get("accuracy_seconds", 0.0)) / ds.sizes["checkpoint"])
     return Probe(warm, init, (algorithm - init) / done, per_evaluation, float(ds["epoch"][-1]) / done, done,
                  ds.attrs["status"] == "diverged", ratio * per_evaluation, per_scoring)
+
+
+#: The parts of a probe that the scaling law carries from a reduced problem to the whole one.
+SCALED = ("init", "per_step", "per_evaluation", "final_evaluation", "per_scoring")
+
+
+def reduced_probe(spec: RunSpec, f: float) -> Probe:
+    """``spec``'s probe on the whole problem, from probes of the problem reduced to ``f`` and a quarter of that
+    (:mod:`svibench.reduced_problem`): each of :data:`SCALED` carried to the whole as constant or linear in the rows,
+    as the two tell; the epochs a step covers as constant or falling as 1/rows (a minibatch covers fewer epochs of
+    more rows); the warm-up, which is compilation plus an init and a step, by the growth of the init and the step.
+    Scoring against a reference is measured only where the reduced problem has one (a reference belongs to a
+    problem)."""
+    smaller, at_f = (_probe(replace(spec, problem=reduced_problem.reduce(spec.problem, x, spec.plugins)))
+                     for x in (f * reduced_problem.SMALLER, f))
+    exponents = {k: reduced_problem.exponent(getattr(smaller, k), getattr(at_f, k)) for k in SCALED}
+    exponents["epochs_per_step"] = reduced_problem.exponent(smaller.epochs_per_step, at_f.epochs_per_step, -1.0)
+    whole = {k: reduced_problem.extrapolate(getattr(at_f, k), f, b) for k, b in exponents.items()}
+    growth = whole["init"] + whole["per_step"] - at_f.init - at_f.per_step
+    return replace(at_f, **whole, warm_up=at_f.warm_up + max(0.0, growth), diverged=smaller.diverged or at_f.diverged,
+                   reduced=f, exponents=exponents)
 
 
 def evaluations(spec: RunSpec, steps: int, p: Probe) -> int:
@@ -186,16 +230,24 @@ class StudyPlan:
         return {k: sum(g.parts.get(k, 0.0) * len(g.runs) for g in self.groups) for k in PARTS}
 
 
-def _group(runs: list[RunSpec], get: Callable[[], Probe], source: str = "probe") -> GroupPlan:
+def _group(runs: list[RunSpec], measured: tuple[Probe, str, RunSpec] | Exception) -> GroupPlan:
+    """The plan of a group from the probe of its cost class (:func:`_measured`), or why there is none."""
     first = runs[0]
     try:
-        p = get()
+        if isinstance(measured, Exception):
+            raise measured
+        p, source, probed = measured
         parts, binds = run_parts(first, p)
     except Exception as exc:  # data unavailable, a probe that fails: say so, estimate the rest
         return _unestimated(runs, exc)
     how = "seconds budget" if binds else f"{source}: {p.steps} step(s) at {p.per_step:.3g} s"
     how += f", evaluation {p.per_evaluation:.3g} s"
     how += f" (the last +{p.final_evaluation:.3g} s)" if p.final_evaluation else ""
+    if p.reduced < 1:
+        e = p.exponents
+        how += (f"; from the rows × {p.reduced:.3g} and a quarter of that, step ∝ rows^{e['per_step']:.0f}, "
+                f"evaluation ∝ rows^{e['per_evaluation']:.0f}")
+    how += f"; probed on {probed.problem.name}" if probed.problem.name != first.problem.name else ""
     how += "; the probe diverged: the runs may end early" if p.diverged else ""
     how += f"; {source}" if binds and source != "probe" else ""
     return GroupPlan(first.label, first.problem.name, runs, sum(parts.values()), how, parts)
@@ -210,25 +262,45 @@ def _unestimated(runs: list[RunSpec], why: object) -> GroupPlan:
 _PRIMED: set[str] = set()
 
 
-def _estimate(runs: list[RunSpec], measure: Callable[[RunSpec], Probe], cache: bool = False) -> GroupPlan:
-    """The plan of one group (one algorithm point on one problem, its seeds) from ``measure`` of its first run, made
-    in this process after priming it for the group's model (:data:`_PRIMED`); with ``cache``, from the probe
-    stored for this code, machine and group if there is one (:mod:`svibench.probe_cache`), else stored after."""
-    first = runs[0]
+def _measured(first: RunSpec, measure: Callable[[RunSpec], Probe], cache: bool = False) -> tuple[Probe, str, RunSpec]:
+    """``measure`` of ``first`` made in this process after priming it for the run's model (:data:`_PRIMED`), with
+    where it came from; with ``cache``, the probe stored for this code, machine and group if there is one
+    (:mod:`svibench.probe_cache`), else stored after.  Raises what the probe raises."""
     stored = probe_cache.read(first) if cache else None
     if stored is not None:
-        return _group(runs, lambda: Probe(**stored), "probe from the cache")
+        return Probe(**stored), "probe from the cache", first
     if first.problem.model not in _PRIMED:
         _PRIMED.add(first.problem.model)
-        _group(runs, lambda: measure(first))
+        try:
+            measure(first)
+        except Exception:  # the probe below fails alike and says why
+            pass
+    p = measure(first)
+    if cache:
+        probe_cache.write(first, asdict(p))
+    return p, "probe", first
 
-    def fresh() -> Probe:
-        p = measure(first)
-        if cache:
-            probe_cache.write(first, asdict(p))
-        return p
 
-    return _group(runs, fresh)
+def _measured_or_why(first: RunSpec, measure: Callable[[RunSpec], Probe],
+                     cache: bool) -> tuple[Probe, str, RunSpec] | Exception:
+    """:func:`_measured`, or the exception it raised (so that a worker hands back why, as a value)."""
+    try:
+        return _measured(first, measure, cache)
+    except Exception as exc:
+        return exc
+
+
+#: Dataset parameters that choose which rows a problem has, not how many: groups that differ only in them (and in
+#: nothing else) cost the same, and share one probe.
+SAME_COST = ("split", "seed")
+
+
+def _cost_class(run: RunSpec) -> str:
+    """What a probe of ``run`` depends on, but for the dataset's :data:`SAME_COST` parameters."""
+    problem = run.problem
+    data = {k: v for k, v in problem.dataset_params.items() if k not in SAME_COST}
+    return canonical_json([run.algorithm, run.params, problem.model, problem.model_params, problem.dataset, data,
+                           run.budget.key(), run.timeout, list(run.plugins)])
 
 
 def _groups(study: Study) -> list[list[RunSpec]]:
@@ -241,14 +313,21 @@ def _groups(study: Study) -> list[list[RunSpec]]:
 
 def plan_study(study: Study, measure: Callable[[RunSpec], Probe] = probe, cache: bool = False) -> StudyPlan:
     """Group ``study``'s runs (algorithm point × problem; seeds together) and estimate each group with ``measure``
-    (or its stored probe, with ``cache``), in this process."""
-    return StudyPlan(study, [_estimate(runs, measure, cache) for runs in _groups(study)])
+    of its cost class's first run (:data:`SAME_COST`), or its stored probe with ``cache``, in this process."""
+    measured: dict[str, tuple[Probe, str, RunSpec] | Exception] = {}
+    groups = []
+    for runs in _groups(study):
+        key = _cost_class(runs[0])
+        if key not in measured:
+            measured[key] = _measured_or_why(runs[0], measure, cache)
+        groups.append(_group(runs, measured[key]))
+    return StudyPlan(study, groups)
 
 
 def plan_studies(studies: Sequence[Study], workers: int = 1, measure: Callable[[RunSpec], Probe] = probe,
                  cache: bool = False) -> Iterator[StudyPlan]:
-    """Each study's :func:`plan_study`, in order, as it is ready.  With ``workers`` > 1 the groups are probed in
-    that many processes at once (each primed for itself), as the sweep would run them, so the plan's wall clock
+    """Each study's :func:`plan_study`, in order, as it is ready.  With ``workers`` > 1 the cost classes are probed
+    in that many processes at once (each primed for itself), as the sweep would run them, so the plan's wall clock
     falls with the workers; ``measure`` must then pickle (a module's function).  A group whose process failed is
     not estimated, and says so.  With ``cache``, a group probed before by the same code on this machine takes its
     stored probe (:mod:`svibench.probe_cache`)."""
@@ -256,31 +335,36 @@ def plan_studies(studies: Sequence[Study], workers: int = 1, measure: Callable[[
         yield from (plan_study(study, measure, cache) for study in studies)
         return
     pool: ProcessPoolExecutor | None = None
+    futures: dict[str, Future] = {}
 
-    def estimate(runs: list[RunSpec]) -> GroupPlan | Future:
+    def submit(first: RunSpec) -> Future | tuple[Probe, str, RunSpec]:
         nonlocal pool
-        stored = probe_cache.read(runs[0]) if cache else None
+        key = _cost_class(first)
+        if key in futures:
+            return futures[key]
+        stored = probe_cache.read(first) if cache else None
         if stored is not None:  # no worker is started for what the cache holds
-            return _group(runs, lambda: Probe(**stored), "probe from the cache")
+            return Probe(**stored), "probe from the cache", first
         pool = pool or ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(start_method(None)))
-        return pool.submit(_estimate, runs, measure, cache)
+        futures[key] = pool.submit(_measured_or_why, first, measure, cache)
+        return futures[key]
 
     try:
-        pending = [(study, [(runs, estimate(runs)) for runs in _groups(study)]) for study in studies]
+        pending = [(study, [(runs, submit(runs[0])) for runs in _groups(study)]) for study in studies]
         for study, groups in pending:
-            yield StudyPlan(study, [_result(runs, future) for runs, future in groups])
+            yield StudyPlan(study, [_group(runs, _result(future)) for runs, future in groups])
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
 
 
-def _result(runs: list[RunSpec], future: GroupPlan | Future) -> GroupPlan:
-    if isinstance(future, GroupPlan):
+def _result(future: Future | tuple[Probe, str, RunSpec]) -> tuple[Probe, str, RunSpec] | Exception:
+    if not isinstance(future, Future):
         return future
     try:
         return future.result()
     except Exception as exc:  # its process died (out of memory, killed: the pool is broken) or could not take the task
-        return _unestimated(runs, f"its worker process failed ({type(exc).__name__}: {exc})")
+        return RuntimeError(f"its worker process failed ({type(exc).__name__}: {exc})")
 
 
 def wall_seconds(plans: Sequence[StudyPlan], workers: int) -> float:

@@ -140,6 +140,7 @@ class BPFA(Model):
     #: Small problem of the conformance suite (``svibench.testing``): data from the prior.
     evaluation_params: ClassVar[tuple[str, ...]] = ("predictive_samples", "eval_chunk", "eval_patches", "eval_windows",
                                                     "eval_window", "eval_rows", "eval_seed")
+    row_params: ClassVar[tuple[str, ...]] = ("eval_rows",)
     conformance_problem: ClassVar[dict] = {
         "dataset": "bpfa-synthetic", "dataset_params": {"n": 200, "dim": 10, "features": 8, "seed": 0},
         "model_params": {"features": 8, "predictive_samples": 2, "init_rows": 50, "init_sweeps": 2}, "steps": 20,

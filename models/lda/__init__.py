@@ -111,6 +111,7 @@ class LDA(Model):
     metrics = {**metrics, **metric_table(*whole_declarations(metrics, ("elbo", "elbo_per_word"),
                                                              "every training document (eval_docs)"))}
     evaluation_params: ClassVar[tuple[str, ...]] = ("eval_docs", "eval_seed")
+    row_params: ClassVar[tuple[str, ...]] = ("eval_docs",)
     #: Every posterior has it (a collapsed Gibbs chain has no ELBO); Hoffman et al.'s measure.
     answer = "perplexity"
     primary = ("elbo_per_word", "perplexity")

@@ -210,3 +210,64 @@ def test_the_plan_is_held_against_what_the_committed_reports_runs_cost(tmp_path)
     assert f"measured {sum(measured.values()):.0f} s" in line and "ratio 0.50" in line and "stepping 0.50" in line
     (tmp_path / "claims.json").write_text(json.dumps({"cost": {"runs": plan.runs + 1, "seconds": measured}}))
     assert "not comparable" in against_committed(plan)
+
+
+def _fake_probe(spec):
+    """A probe whose parts follow the problem's rows n exactly: a step and an evaluation linear in them, an init and
+    the scoring constant, a minibatch of 20 rows, and a warm-up of 1 s of compilation plus an init and a step."""
+    n = spec.problem.dataset_params["n"]
+    init, step = 0.5, 1e-4 * n
+    return Probe(warm_up=1.0 + init + step, init=init, per_step=step, per_evaluation=2e-5 * n,
+                 epochs_per_step=20 / n, steps=10, final_evaluation=0.0, per_scoring=0.01)
+
+
+def test_a_reduced_problem_scales_every_declared_row_count_alike_and_nothing_else():
+    from svibench.reduced_problem import PROBE_ROWS, fraction, reduce
+    from svibench.spec import ProblemSpec
+    big = ProblemSpec("mnist-like", "pmf", "mnist", {"eval_test": 5000, "eval_seed": 3, "n_factors": 100},
+                      {"n_train": 60000, "levels": 2})  # n_test: the loader's default, 10,000
+    f = fraction(big)
+    assert f == PROBE_ROWS / 60000
+    small = reduce(big, f)
+    assert small.dataset_params == {"n_train": PROBE_ROWS, "n_test": round(10000 * f), "levels": 2}
+    assert small.model_params == {"eval_test": round(5000 * f), "eval_seed": 3, "n_factors": 100}
+    assert reduce(replace(big, model_params={"eval_test": 0}), 1e-6).model_params == {"eval_test": 0}  # 0: every row
+    assert reduce(big, 1e-6).dataset_params["n_train"] == 1  # at least one row
+    assert "rows" in small.name and small.key() != big.key()
+    assert fraction(replace(big, dataset_params={"n_train": 3 * PROBE_ROWS, "n_test": 100})) is None  # whole
+    assert fraction(ProblemSpec("a", "logreg", "australian")) is None  # no declared size: whole
+
+
+def test_the_scaling_law_is_constant_or_linear_as_the_two_reduced_problems_tell(monkeypatch):
+    from svibench import plan as plan_module
+    from svibench.reduced_problem import exponent
+    assert exponent(1.0, 4.0) == 1.0 and exponent(1.0, 1.3) == 0.0 and exponent(1.0, 0.5) == 0.0
+    assert exponent(4.0, 1.0, -1.0) == -1.0 and exponent(0.0, 3.0) == 0.0
+    monkeypatch.setattr(plan_module, "_probe", _fake_probe)
+    run = study().runs[0]  # gmm-synthetic: its rows n, n_test are declared
+    run = replace(run, problem=replace(run.problem, dataset_params={**run.problem.dataset_params, "n": 100_000}))
+    whole = _fake_probe(run)
+    p = plan_module.probe(run)
+    assert p.reduced == pytest.approx(0.02) and p.exponents["per_step"] == 1 and p.exponents["init"] == 0
+    assert p.exponents["epochs_per_step"] == -1 and p.exponents["per_scoring"] == 0
+    for part in ("init", "per_step", "per_evaluation", "epochs_per_step", "warm_up", "per_scoring"):
+        assert getattr(p, part) == pytest.approx(getattr(whole, part)), part
+    # a reduced problem the model or the algorithm refuses: the whole problem is probed
+    monkeypatch.setattr(plan_module, "_probe", lambda spec: _fake_probe(spec) if spec.problem.name == run.problem.name
+                        else (_ for _ in ()).throw(ValueError("batch_size above the rows")))
+    assert plan_module.probe(run) == whole
+
+
+def test_groups_that_differ_only_in_a_split_share_one_probe_and_say_so(monkeypatch):
+    from svibench import plan as plan_module
+    monkeypatch.setattr(plan_module, "_PRIMED", set())  # this process has probed no model yet
+    s = parse_study(tomllib.loads(STUDY.replace('dim = [1, 2]', 'dim = 1, seed = [0, 1, 2]')))
+    probed = []
+    plan = plan_study(s, lambda run: probed.append(run.problem.name) or FAKE)
+    assert len(plan.groups) == 9 and len(probed) == 1 + 3  # 3 algorithm points, once each, the first primed
+    assert all(g.seconds == plan.groups[0].seconds for g in plan.groups)
+    shared = [g for g in plan.groups if "probed on " in g.how]
+    assert len(shared) == 6 and all("seed=0" in g.how and "seed=0" not in g.problem for g in shared)
+    two = next(plan_studies([s], workers=2))
+    assert [(g.problem, g.label) for g in two.groups] == [(g.problem, g.label) for g in plan.groups]
+    assert sum("probed on " in g.how for g in two.groups) == 6

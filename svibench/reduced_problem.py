@@ -1,0 +1,83 @@
+"""A problem made smaller for the plan's probes (:mod:`svibench.plan`), and the law that carries a probe's timings
+back to the whole problem.
+
+A dataset declares the loader parameters that count its rows (``@dataset(..., size=...)``: images, documents,
+cells, points; train and test alike) and a model the parameters that count rows it evaluates on
+(:attr:`~svibench.model.Model.row_params`, e.g. an evaluation subset).  :func:`reduce` multiplies each of them by
+one fraction f (rounded, at least 1; a parameter at 0 or None, "every row", stays), so the reduced problem is the
+whole one with fewer rows: the same model, dimensions, factors, algorithm and batch sizes.
+
+The scaling law (:func:`exponent`, :func:`extrapolate`): each part of a probe (the init, a step, an evaluation)
+is either constant in the rows (a minibatch step, a fixed evaluation subset) or linear in them (a batch pass, an
+evaluation of every test row), and two reduced problems, at f and :data:`SMALLER` · f of the rows, tell which:
+the part's growth from one to the other, as an exponent b of cost ∝ fᵇ, is rounded to 0 or 1.  The fitted b
+itself is not used: at a few thousand rows a step's fixed costs flatten it, and carried over tens of times the
+rows it would put a batch step at a fraction of its cost.  No model with a declared size does more than linear
+work per row.  A part too small at the reduced sizes to show its growth over its fixed costs (an evaluation of a
+few dozen test rows) is carried as constant.  The fraction is chosen so that the larger reduced problem has :data:`PROBE_ROWS` rows in its
+largest declared count; a problem that would be reduced by less than :data:`WHOLE_ABOVE` is probed whole.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import replace
+from typing import Any, Iterable
+
+from .registry import get_registry
+from .spec import ProblemSpec
+
+__all__ = ["PROBE_ROWS", "WHOLE_ABOVE", "SMALLER", "fraction", "reduce", "exponent", "extrapolate"]
+
+#: The rows of the larger reduced problem, in its largest declared count.
+PROBE_ROWS = 2000
+#: A problem whose reduction fraction would be above this is probed whole (the law would save little).
+WHOLE_ABOVE = 0.25
+
+
+def _sizes(spec: ProblemSpec, plugins: Iterable[str]) -> dict[str, Any]:
+    """The dataset's declared size parameters and their values in ``spec`` (the loader's defaults if not set)."""
+    info = get_registry(tuple(plugins)).dataset(spec.dataset)
+    defaults = inspect.signature(info.loader).parameters
+    return {name: spec.dataset_params.get(name, defaults[name].default) for name in info.size}
+
+
+def fraction(spec: ProblemSpec, plugins: Iterable[str] = ()) -> float | None:
+    """The fraction f of the larger reduced problem (:data:`PROBE_ROWS` rows in the largest declared count), or None
+    if the problem is probed whole: its dataset declares no size, or f would be above :data:`WHOLE_ABOVE`."""
+    counts = [v for v in _sizes(spec, plugins).values() if isinstance(v, int) and v > 0]
+    if not counts:
+        return None
+    f = PROBE_ROWS / max(counts)
+    return f if f <= WHOLE_ABOVE else None
+
+
+def _scaled(value: Any, f: float) -> Any:
+    return max(1, round(value * f)) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else value
+
+
+def reduce(spec: ProblemSpec, f: float, plugins: Iterable[str] = ()) -> ProblemSpec:
+    """``spec`` with every declared row count (the dataset's sizes, the model's :attr:`row_params`) times ``f``."""
+    model = get_registry(tuple(plugins)).model(spec.model)
+    data = {**spec.dataset_params, **{k: _scaled(v, f) for k, v in _sizes(spec, plugins).items()}}
+    params = {k: _scaled(v, f) if k in model.row_params else v for k, v in spec.model_params.items()}
+    return replace(spec, name=f"{spec.name} (rows × {f:.3g})", dataset_params=data, model_params=params)
+
+
+#: The smaller reduced problem has this fraction of the larger one's rows.
+SMALLER = 0.25
+
+
+def exponent(at_smaller: float, at_f: float, sign: float = 1.0) -> float:
+    """The law's exponent of a part from its CPU seconds at :data:`SMALLER` · f and at f: ``sign`` (linear; -1 for a
+    quantity that falls as the rows grow, the epochs a minibatch covers) if it grew by more than halfway to linear
+    between them (by 2 of 4 on a log scale), else 0 (constant); 0 when either is not positive (a part the probe did
+    not measure)."""
+    if not (at_smaller > 0 and at_f > 0):
+        return 0.0
+    return sign if sign * math.log(at_f / at_smaller) > 0.5 * math.log(1 / SMALLER) else 0.0
+
+
+def extrapolate(at_f: float, f: float, b: float) -> float:
+    """The part at the whole problem (fraction 1) from its value at ``f``: at_f · (1/f)ᵇ."""
+    return at_f * f ** -b
