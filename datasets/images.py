@@ -80,12 +80,14 @@ def assemble_patches(patches: np.ndarray, shape: tuple[int, int], patch: int, ro
                 total[u:u + nh, v:v + nw] += blocks[:, :, u, v]
                 count[u:u + nh, v:v + nw] += 1.0
     else:
+        # every (offset, patch) pair's pixel, offsets outermost: bincount adds in this order, so each pixel's sum is
+        # the one a loop over the offsets would make, bit for bit
         top, left = np.divmod(np.asarray(rows), nw)
-        blocks = patches.reshape(-1, patch, patch)
-        for u in range(patch):
-            for v in range(patch):
-                np.add.at(total, (top + u, left + v), blocks[:, u, v])
-                np.add.at(count, (top + u, left + v), 1.0)
+        u, v = np.divmod(np.arange(patch * patch), patch)
+        pixel = ((top + u[:, None]) * W + (left + v[:, None])).ravel()
+        values = np.asarray(patches).reshape(-1, patch * patch).T.ravel()
+        total = np.bincount(pixel, values, minlength=H * W).reshape(shape)
+        count = np.bincount(pixel, minlength=H * W).reshape(shape).astype(float)
     with np.errstate(invalid="ignore"):
         return total / count
 
