@@ -11,7 +11,9 @@ Each is the same computation as its plain-Python reference in
 * :func:`gibbs_documents` — Mimno, Hoffman & Blei (2012)'s sampled locals: a
   Gibbs sweep over each document's tokens with θ_d integrated out,
   p(z_n = k | z₋ₙ, w, β) ∝ (α + n_dk^¬n) β_k,w_n, whose topic–word counts are
-  averaged over the sweeps kept after burn-in;
+  averaged over the sweeps kept after burn-in; each draw split into a document part and a
+  smoothing part as SparseLDA splits it (Yao, Mimno & McCallum 2009), so that it costs the
+  document's topics, not K;
 * :func:`collapsed_sweep` — Griffiths & Steyvers (2004)'s collapsed Gibbs
   sampler over every training token, θ and β integrated out.
 
@@ -126,6 +128,20 @@ def _draw(c, target):
 
 
 @_jit
+def _bisect(c, target):
+    """The index k with c[k−1] ≤ target < c[k] (K − 1 past c[K − 2]) in running sums c that never decrease: the
+    inverse-CDF draw by bisection, the same index as :func:`_draw` counts."""
+    lo, hi = 0, c.shape[0] - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if c[mid] <= target:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@_jit
 def gibbs_documents(indptr, words, counts, weights, alpha, u, burnin, samples, stats):
     """Mimno et al. (2012)'s sampled locals of every document of a CSR batch.
 
@@ -133,10 +149,27 @@ def gibbs_documents(indptr, words, counts, weights, alpha, u, burnin, samples, s
     topic starts as a draw ∝ w_·v (θ-free; uniforms ``u[0]``); then ``burnin +
     samples`` sweeps with uniforms ``u[1 + s]``.  ``stats`` (V, K) receives the
     topic–word counts averaged over the last ``samples`` sweeps.
+
+    A draw from p(z = k) ∝ (α + n_dk) w_vk is split as SparseLDA splits it (Yao, Mimno & McCallum 2009, §3):
+    the document's part Σₖ n_dk w_vk over the topics present in the document, then the smoothing part
+    α Σₖ w_vk over every topic.  One uniform picks the part and the topic within it (inverse CDF over the two
+    parts laid end to end), the smoothing part by bisection of w_v's running sums, which are formed once per call;
+    so a draw costs the document's topics and log K, not K.  The topics present are kept in a list, each with
+    its count: a topic enters at the end when its count becomes 1 and leaves when it becomes 0, the last entry
+    taking its place (so the document's part is laid out in that list's order).  The initial draw bisects the
+    running sums too.
     """
-    K = weights.shape[1]
-    c = np.empty(K)
-    ndk = np.empty(K)
+    V, K = weights.shape
+    cum = np.empty((V, K))
+    for v in range(V):
+        total = 0.0
+        for k in range(K):
+            total += weights[v, k]
+            cum[v, k] = total
+    present = np.empty(K, np.int64)  # the document's topics, in list order
+    count = np.empty(K)  # n_dk of present[j]
+    where = np.full(K, -1, np.int64)  # j with present[j] = k, or -1
+    part = np.empty(K)
     t = 0
     for d in range(indptr.shape[0] - 1):
         n = 0
@@ -149,28 +182,48 @@ def gibbs_documents(indptr, words, counts, weights, alpha, u, burnin, samples, s
             for _ in range(int(counts[j])):
                 tokens[i] = words[j]
                 i += 1
-        ndk[:] = 0.0
-        for i in range(n):
-            row = weights[tokens[i]]
-            total = 0.0
-            for k in range(K):
-                total += row[k]
-                c[k] = total
-            z[i] = _draw(c, u[0, t + i] * row.sum())
-            ndk[z[i]] += 1.0
-        for s in range(burnin + samples):
+        n_present = 0
+        for s in range(-1, burnin + samples):
             for i in range(n):
-                ndk[z[i]] -= 1.0
-                row = weights[tokens[i]]
-                total = 0.0
-                for k in range(K):
-                    total += (alpha + ndk[k]) * row[k]
-                    c[k] = total
-                z[i] = _draw(c, u[1 + s, t + i] * total)
-                ndk[z[i]] += 1.0
+                v = tokens[i]
+                if s < 0:
+                    k = _bisect(cum[v], u[0, t + i] * cum[v, K - 1])
+                else:
+                    j = where[z[i]]
+                    count[j] -= 1.0
+                    if count[j] == 0.0:  # z[i] leaves: the last entry takes its place
+                        n_present -= 1
+                        where[z[i]] = -1
+                        if j < n_present:
+                            present[j] = present[n_present]
+                            count[j] = count[n_present]
+                            where[present[j]] = j
+                    row = weights[v]
+                    r = 0.0
+                    for j in range(n_present):
+                        r += count[j] * row[present[j]]
+                        part[j] = r
+                    target = u[1 + s, t + i] * (r + alpha * cum[v, K - 1])
+                    if target < r:
+                        j = 0
+                        while part[j] <= target:
+                            j += 1
+                        k = present[j]
+                    else:
+                        k = _bisect(cum[v], (target - r) / alpha)
+                z[i] = k
+                if where[k] < 0:  # k enters at the end
+                    where[k] = n_present
+                    present[n_present] = k
+                    count[n_present] = 1.0
+                    n_present += 1
+                else:
+                    count[where[k]] += 1.0
             if s >= burnin:
                 for i in range(n):
                     stats[tokens[i], z[i]] += 1.0 / samples
+        for j in range(n_present):
+            where[present[j]] = -1
         t += n
 
 

@@ -38,18 +38,43 @@ def _draw(p: np.ndarray, u: float) -> int:
     return min(int(np.searchsorted(np.cumsum(p), u * p.sum(), side="right")), len(p) - 1)
 
 
+def _bisect(c: np.ndarray, target: float) -> int:
+    return min(int(np.searchsorted(c, target, side="right")), len(c) - 1)
+
+
 def gibbs_documents(indptr, words, counts, weights, alpha, u, burnin, samples, stats) -> None:
-    """Mimno et al. (2012)'s sampled locals (see the kernel)."""
+    """Mimno et al. (2012)'s sampled locals (see the kernel): each draw over the document's part (its topics in the
+    kernel's list order: a topic enters at the end, a leaving one's place taken by the last) and then the
+    smoothing part."""
+    cum = np.cumsum(weights, axis=1)
     t = 0
     for d in range(len(indptr) - 1):
         tokens = np.repeat(words[indptr[d]:indptr[d + 1]], counts[indptr[d]:indptr[d + 1]].astype(np.int64))
-        z = np.array([_draw(weights[v], u[0, t + i]) for i, v in enumerate(tokens)], dtype=np.int64)
-        ndk = np.bincount(z, minlength=weights.shape[1]).astype(float)
-        for s in range(burnin + samples):
+        z = np.zeros(len(tokens), dtype=np.int64)
+        present: list[int] = []
+        ndk = np.zeros(weights.shape[1])
+        for s in range(-1, burnin + samples):
             for i, v in enumerate(tokens):
-                ndk[z[i]] -= 1.0
-                z[i] = _draw((alpha + ndk) * weights[v], u[1 + s, t + i])
-                ndk[z[i]] += 1.0
+                if s < 0:
+                    k = _bisect(cum[v], u[0, t + i] * cum[v, -1])
+                else:
+                    ndk[z[i]] -= 1.0
+                    if ndk[z[i]] == 0.0:
+                        j = present.index(z[i])
+                        last = present.pop()
+                        if j < len(present):
+                            present[j] = last
+                    part = np.cumsum(ndk[present] * weights[v, present])
+                    r = part[-1] if len(part) else 0.0
+                    target = u[1 + s, t + i] * (r + alpha * cum[v, -1])
+                    if target < r:
+                        k = present[int(np.searchsorted(part, target, side="right"))]
+                    else:
+                        k = _bisect(cum[v], (target - r) / alpha)
+                z[i] = k
+                if ndk[k] == 0.0:
+                    present.append(int(k))
+                ndk[k] += 1.0
             if s >= burnin:
                 np.add.at(stats, (tokens, z), 1.0 / samples)
         t += len(tokens)

@@ -85,6 +85,23 @@ def test_gibbs_kernels_match_reference_draw_for_draw():
     assert not np.array_equal(states[0][0], z0)
 
 
+@pytest.mark.parametrize("K, alpha", [(12, 0.01), (40, 0.5), (1, 0.1)])
+def test_the_sparse_gibbs_kernel_matches_the_reference_with_many_topics(K, alpha):
+    """Draw for draw at the sizes where the document's part and the smoothing part both fall (topics entering and
+    leaving a document's list, a small α, one topic), on weights with zeros in them."""
+    rng = np.random.default_rng(4)
+    counts, _ = _corpus(rng, D=20, V=25, K=K, length=30)
+    corpus = Corpus(counts)
+    weights = rng.dirichlet(np.full(K, 0.3), size=corpus.V) * (rng.random((corpus.V, K)) > 0.2)
+    weights[:, 0] += 1e-3  # every word has some weight
+    u = rng.random((1 + 3 + 4, corpus.n_tokens))
+    stats = [np.zeros((corpus.V, K)) for _ in range(2)]
+    for loops, out in zip((kernels, reference), stats):
+        loops.gibbs_documents(*corpus.arrays(), np.ascontiguousarray(weights), alpha, u, 3, 4, out)
+    np.testing.assert_array_equal(stats[0], stats[1])
+    assert stats[0].sum() == pytest.approx(corpus.n_tokens)
+
+
 # -- samplers against exact enumeration
 def _exact_local(tokens, weights, alpha, K):
     """E[#{n: z_n = k, w_n = v}] under p(z | w, β) ∝ Π_n β_{z_n w_n} · DirMult(counts(z) | α), by enumeration."""
@@ -115,6 +132,21 @@ def test_mimno_local_sampler_targets_the_collapsed_local_posterior():
     exact = _exact_local(np.repeat(np.arange(V), [2, 1, 2]), weights, 0.3, K)
     np.testing.assert_allclose(fit, exact, atol=0.03)
     assert np.abs(exact - exact[:, ::-1]).max() > 0.2  # the statistic is not symmetric: a wrong sampler would show
+
+
+def test_mimno_local_sampler_targets_the_collapsed_local_posterior_with_several_topics():
+    """As above with K = 4 and α = 0.05, where most of a draw's mass is in the document's own topics and the rest in
+    the smoothing part: both parts, and the order they are laid out in, must give the exact conditional."""
+    rng = np.random.default_rng(5)
+    K, V = 4, 3
+    weights = np.ascontiguousarray(rng.dirichlet(np.full(V, 0.7), size=K).T)
+    corpus = Corpus(scipy.sparse.csr_matrix(np.array([[2.0, 1.0, 2.0]])))
+    samples = 60_000
+    u = rng.random((1 + 20 + samples, corpus.n_tokens))
+    fit = np.zeros((V, K))
+    kernels.gibbs_documents(*corpus.arrays(), weights, 0.05, u, 20, samples, fit)
+    exact = _exact_local(np.repeat(np.arange(V), [2, 1, 2]), weights, 0.05, K)
+    np.testing.assert_allclose(fit, exact, atol=0.03)
 
 
 def test_collapsed_gibbs_samples_the_exact_posterior_over_assignments():
