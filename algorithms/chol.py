@@ -196,4 +196,4 @@ class Chol(Algorithm):
             m, L = self.root_ * m, self.root_[:, None] * L
         else:
             m, L = self.root_ @ m, self.root_ @ L
-        return GaussianPosterior(m, L @ L.T, L)
+        return GaussianPosterior(m, scale_tril=L)

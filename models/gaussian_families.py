@@ -186,4 +186,4 @@ class FullGaussian:
 
     def posterior(self, phi: np.ndarray) -> GaussianPosterior:
         L = self.scale_tril(phi)
-        return GaussianPosterior(phi[:self.dim].copy(), L @ L.T, L)
+        return GaussianPosterior(phi[:self.dim].copy(), scale_tril=L)

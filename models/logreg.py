@@ -236,7 +236,11 @@ class LatentLogisticModel(PolyaGammaAugmented, Model):
         """:meth:`test_probabilities` of a model with a test set, once per checkpoint: the test metrics
         (:meth:`evaluate`) and the reference's predictive KL read the same (on a1a's 30,956 test points it is
         most of a checkpoint's scoring)."""
-        return predictive_probability(*self.test_marginals(q.mean, q.cov))
+        return predictive_probability(*self.posterior_test_marginals(q))
+
+    def posterior_test_marginals(self, q: GaussianPosterior) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`test_marginals` under q itself (a model may read q's factor instead of its covariance)."""
+        return self.test_marginals(q.mean, q.cov)
 
     def test_probabilities_of_draws(self, draws: np.ndarray, chunk: int = 256) -> np.ndarray | None:
         """The posterior predictive p(y* = 1) of every test point, averaged over ``draws`` (S, D) of z."""
@@ -314,7 +318,7 @@ class BayesianLogisticRegression(LatentLogisticModel):
         return self.X.shape[1]
 
     def train_marginals(self, q: GaussianPosterior) -> tuple[np.ndarray, np.ndarray]:
-        return self.X @ q.mean, quadratic_rows(self.X, q.cov)
+        return self.X @ q.mean, q.quadratic_rows(self.X)
 
     # -- capability: latent Gaussian
     def latent_prior(self) -> LatentGaussianPrior:
@@ -385,6 +389,9 @@ class BayesianLogisticRegression(LatentLogisticModel):
     def test_marginals(self, mean: np.ndarray, cov: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         m = self.X_test @ mean
         return m, (np.zeros(()) if cov is None else quadratic_rows(self.X_test, cov))
+
+    def posterior_test_marginals(self, q: GaussianPosterior) -> tuple[np.ndarray, np.ndarray]:
+        return self.X_test @ q.mean, q.quadratic_rows(self.X_test)
 
     # -- capability: latent Gaussian, the expectation the study chose
     def gaussian_expectation(self, m: np.ndarray, v: np.ndarray, batch: np.ndarray | None = None) -> ExpectedLoglik:

@@ -211,7 +211,8 @@ class PolyaGammaAugmented:
         """The Gaussian q(z) of a posterior the model takes (``posterior_types``): as given, q(z) from λ,
         or the chain's moments (once per checkpoint: the metrics and the reference scorer read the same q)."""
         if isinstance(posterior, ConjugatePosterior):
-            return GaussianPosterior(*posterior.lam["z"].mean_cov())
+            mean, chol = posterior.lam["z"].mean_precision_tril()
+            return GaussianPosterior(mean, precision_tril=chol)
         if isinstance(posterior, PolyaGammaChain):
             return posterior.moments()
         return posterior

@@ -259,7 +259,7 @@ class NumPyroADVI(Peer):
             q = GaussianPosterior(mean, np.diag(scale**2), np.diag(scale))
         else:
             mean, scale_tril = moments
-            q = GaussianPosterior(mean, scale_tril @ scale_tril.T, scale_tril)
+            q = GaussianPosterior(mean, scale_tril=scale_tril)
         return self.model_.posterior_from_gaussian(q)
 
 

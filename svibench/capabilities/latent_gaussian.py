@@ -21,6 +21,7 @@ Every algorithm hands the model a :class:`GaussianPosterior` over z.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -61,21 +62,66 @@ class LatentGaussianPrior:
         return len(self.precision) if self.precision is not None else self.cov.shape[0]
 
 
-@dataclass(frozen=True)
 class GaussianPosterior:
     """q(z) = N(mean, cov) — the posterior every latent-Gaussian algorithm reports.
 
-    ``scale_tril``, when the algorithm holds one, is a lower-triangular L with cov = LLᵀ:
-    :func:`kl_to_prior` then uses it instead of decomposing cov (which can fail in floating
-    point when L's diagonal spans many decades).  ``logdet``, when known more cheaply than
-    from cov (log|Σ| by the determinant lemma from an N × N factor when N < D, or as −log|Λ| from the
-    factor of a precision Λ the algorithm holds), spares :func:`kl_to_prior` a D × D Cholesky under a
-    diagonal prior."""
+    Given by ``cov``, or by a lower-triangular factor the algorithm holds: ``scale_tril`` L with cov = LLᵀ, or
+    ``precision_tril`` L with cov⁻¹ = LLᵀ.  From a factor, :attr:`cov` is formed only when read (D³ flops: on
+    colon-cancer's D = 2,000 weights, most of a checkpoint), since a model's metrics mostly need only
+    diag(X cov Xᵀ) (:meth:`quadratic_rows`), diag(cov) (:meth:`variances`) and log|cov| (:attr:`logdet`), which
+    the factor gives in D²N and D³/3 flops.  :func:`kl_to_prior` uses ``scale_tril`` instead of decomposing cov
+    (which can fail in floating point when L's diagonal spans many decades).  ``logdet``, when known more cheaply
+    than from cov (log|Σ| by the determinant lemma from an N × N factor when N < D; −log|Λ| from
+    ``precision_tril``, which sets it), spares :func:`kl_to_prior` a D × D Cholesky under a diagonal prior.
+    ``cov`` may also be a vector of variances (a diagonal q)."""
 
-    mean: np.ndarray
-    cov: np.ndarray
-    scale_tril: np.ndarray | None = None
-    logdet: float | None = None
+    def __init__(self, mean: np.ndarray, cov: np.ndarray | None = None, scale_tril: np.ndarray | None = None,
+                 logdet: float | None = None, *, precision_tril: np.ndarray | None = None) -> None:
+        if cov is None and scale_tril is None and precision_tril is None:
+            raise ValueError("GaussianPosterior needs cov, scale_tril or precision_tril")
+        self.mean, self.scale_tril, self.precision_tril = mean, scale_tril, precision_tril
+        if precision_tril is not None and logdet is None:
+            logdet = -2.0 * float(np.sum(np.log(np.diag(precision_tril))))
+        self.logdet = logdet
+        if cov is not None:
+            self.__dict__["cov"] = cov
+
+    @functools.cached_property
+    def cov(self) -> np.ndarray:
+        """Σ, formed from the factor the first time it is read."""
+        if self.scale_tril is not None:
+            return self.scale_tril @ self.scale_tril.T
+        return inverse_from_cholesky(self.precision_tril)
+
+    def _has_cov(self) -> bool:
+        return "cov" in self.__dict__ or self.precision_tril is None and self.scale_tril is None
+
+    def variances(self) -> np.ndarray:
+        """diag(Σ): from Σ if formed, else the row norms of ``scale_tril`` or the column norms of
+        ``precision_tril``'s inverse."""
+        if self._has_cov():
+            return np.diag(self.cov) if np.ndim(self.cov) == 2 else np.asarray(self.cov)
+        if self.scale_tril is not None:
+            return np.einsum("ij,ij->i", self.scale_tril, self.scale_tril)
+        inv, info = scipy.linalg.lapack.dtrtri(self.precision_tril, lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"trtri: the factor is singular (info = {info})")
+        inv = np.tril(inv)
+        return np.einsum("ij,ij->j", inv, inv)
+
+    def quadratic_rows(self, X) -> np.ndarray:
+        """diag(X Σ Xᵀ) for a dense or sparse X of N rows: from Σ when it is formed or D ≤ N (forming it costs
+        less than the factor's D²N then), else from the factor."""
+        D = len(self.mean)
+        if self._has_cov() or D <= X.shape[0]:
+            XC = X @ self.cov
+            return np.asarray(X.multiply(XC).sum(1)).ravel() if scipy.sparse.issparse(X) else np.einsum("nd,nd->n", XC, X)
+        X = X.toarray() if scipy.sparse.issparse(X) else np.asarray(X)
+        if self.scale_tril is not None:
+            XL = X @ self.scale_tril
+            return np.einsum("nd,nd->n", XL, XL)
+        W = scipy.linalg.solve_triangular(self.precision_tril, X.T, lower=True, check_finite=False)
+        return np.einsum("dn,dn->n", W, W)
 
 
 @runtime_checkable
@@ -182,16 +228,16 @@ def kl_to_prior(q: GaussianPosterior, prior: LatentGaussianPrior) -> float:
     Computed through Cholesky factors (a GP kernel with a large signal
     variance is badly conditioned, so Σ₀⁻¹ is never formed).
     """
-    mu, cov = q.mean, q.cov
+    mu = q.mean
     D = len(mu)
     if q.logdet is not None and prior.precision is not None:
         logdet_q, chol_q = q.logdet, None
     else:
-        chol_q = q.scale_tril if q.scale_tril is not None else scipy.linalg.cholesky(cov, lower=True, check_finite=True)
+        chol_q = q.scale_tril if q.scale_tril is not None else scipy.linalg.cholesky(q.cov, lower=True, check_finite=True)
         logdet_q = 2.0 * np.sum(np.log(np.abs(np.diag(chol_q))))
     if prior.precision is not None:
         p = prior.precision
-        trace = float(np.sum(p * np.diag(cov)))
+        trace = float(np.sum(p * q.variances()))
         maha = float(np.sum(p * mu**2))
         logdet_p = -float(np.sum(np.log(p)))
     else:

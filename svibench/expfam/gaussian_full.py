@@ -114,6 +114,11 @@ class GaussianFullNatural(NaturalParametrization):
         """``(m, Λ)`` with ``m = Λ⁻¹ η₁`` by Cholesky solves."""
         return self._mean_from_chol(self._chol()), self.precision()
 
+    def mean_precision_tril(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(m, L)`` with ``Λ = L Lᵀ`` (lower), for a covariance formed only when wanted."""
+        chol = self._chol()
+        return self._mean_from_chol(chol), chol
+
     def mean_cov(self) -> tuple[np.ndarray, np.ndarray]:
         """``(m, Σ)`` with ``Σ = Λ⁻¹``."""
         chol = self._chol()

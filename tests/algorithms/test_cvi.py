@@ -3,17 +3,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse
 
 from svibench.algorithms.chol import Chol
 from svibench.algorithms.cvi import CVI
 from svibench.capabilities.latent_gaussian import GaussianFromSites
 from svibench.algorithms.ncvmp import NCVMP
 from svibench.capabilities.latent_gaussian import (
+    GaussianPosterior,
     LatentGaussianPrior,
     expected_loglik,
     kl_to_prior,
     mean_parameter_gradients,
 )
+from svibench.data import Dataset
 from svibench.datasets.libsvm import australian, breast_cancer
 from svibench.models.logreg import BayesianLogisticRegression, logistic_loglik
 from svibench.numerics.quadrature import gauss_hermite, monte_carlo
@@ -235,3 +238,39 @@ def test_the_papers_gauss_hermite_setting_reproduces_the_50_node_rule():
         e = expected_loglik(model, alg.m_, alg.v_, rule, rows)
         for got, want in zip(alg._gradients(rows), mean_parameter_gradients(alg.m_, e.dm, e.dv)):
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_posterior_given_by_a_factor_gives_its_covariances_quantities_and_forms_it_only_when_read(sparse):
+    """GaussianPosterior from Σ, from L with Σ = LLᵀ and from L with Σ⁻¹ = LLᵀ: the same variances, diag(XΣXᵀ),
+    log|Σ|, KL and Σ itself; with more dimensions than rows, the metrics of a logistic regression read the factor
+    and never form Σ (D³ flops), and give what Σ gives."""
+    rng = np.random.default_rng(7)
+    D, N = 40, 12
+    A = rng.normal(size=(D, D))
+    cov = A @ A.T / D + 0.1 * np.eye(D)
+    mean = rng.normal(size=D)
+    scale, prec = np.linalg.cholesky(cov), np.linalg.cholesky(np.linalg.inv(cov))
+    X = rng.normal(size=(N, D)) * (rng.random((N, D)) < 0.3)
+    X = scipy.sparse.csr_matrix(X) if sparse else X
+    forms = [GaussianPosterior(mean, cov), GaussianPosterior(mean, scale_tril=scale),
+             GaussianPosterior(mean, precision_tril=prec)]
+    prior = LatentGaussianPrior(precision=np.full(D, 2.0))
+    truth = forms[0]
+    for q in forms[1:]:
+        np.testing.assert_allclose(q.variances(), np.diag(cov), rtol=1e-10)
+        np.testing.assert_allclose(q.quadratic_rows(X), truth.quadratic_rows(X), rtol=1e-10)
+        assert "cov" not in vars(q)  # nothing above formed Σ
+        assert kl_to_prior(q, prior) == pytest.approx(kl_to_prior(truth, prior), rel=1e-10)
+        np.testing.assert_allclose(q.cov, cov, rtol=1e-10, atol=1e-12)
+    assert forms[2].logdet == pytest.approx(np.linalg.slogdet(cov)[1], rel=1e-12)
+    with pytest.raises(ValueError, match="needs cov, scale_tril or precision_tril"):
+        GaussianPosterior(mean)
+    data = Dataset("wide", "classification", {"X": X[:, 1:], "y": (rng.random(N) < 0.5).astype(float)},
+                   {"X": X[:6, 1:], "y": np.ones(6)})
+    model = BayesianLogisticRegression(data, delta=2.0)
+    metrics = [model.evaluate(GaussianPosterior(mean, precision_tril=prec), rng), model.evaluate(truth, rng)]
+    assert metrics[0] == pytest.approx(metrics[1], rel=1e-10)
+    q = GaussianPosterior(mean, precision_tril=prec)
+    model.evaluate(q, rng)
+    assert "cov" not in vars(q)
