@@ -142,6 +142,33 @@ def _bisect(c, target):
 
 
 @_jit
+def _running_sums(weights):
+    """Each row's running sums, (V, K)."""
+    cum = np.empty(weights.shape)
+    for v in range(weights.shape[0]):
+        total = 0.0
+        for k in range(weights.shape[1]):
+            total += weights[v, k]
+            cum[v, k] = total
+    return cum
+
+
+@_jit
+def _tokens(words, counts, lo, hi):
+    """The word of every token of the nonzeros lo..hi (a document), each repeated by its count, in CSR order."""
+    n = 0
+    for j in range(lo, hi):
+        n += int(counts[j])
+    tokens = np.empty(n, np.int64)
+    i = 0
+    for j in range(lo, hi):
+        for _ in range(int(counts[j])):
+            tokens[i] = words[j]
+            i += 1
+    return tokens
+
+
+@_jit
 def gibbs_documents(indptr, words, counts, weights, alpha, u, burnin, samples, stats):
     """Mimno et al. (2012)'s sampled locals of every document of a CSR batch.
 
@@ -159,29 +186,17 @@ def gibbs_documents(indptr, words, counts, weights, alpha, u, burnin, samples, s
     taking its place (so the document's part is laid out in that list's order).  The initial draw bisects the
     running sums too.
     """
-    V, K = weights.shape
-    cum = np.empty((V, K))
-    for v in range(V):
-        total = 0.0
-        for k in range(K):
-            total += weights[v, k]
-            cum[v, k] = total
+    K = weights.shape[1]
+    cum = _running_sums(weights)
     present = np.empty(K, np.int64)  # the document's topics, in list order
     count = np.empty(K)  # n_dk of present[j]
     where = np.full(K, -1, np.int64)  # j with present[j] = k, or -1
     part = np.empty(K)
     t = 0
     for d in range(indptr.shape[0] - 1):
-        n = 0
-        for j in range(indptr[d], indptr[d + 1]):
-            n += int(counts[j])
-        tokens = np.empty(n, np.int64)
+        tokens = _tokens(words, counts, indptr[d], indptr[d + 1])
+        n = tokens.shape[0]
         z = np.empty(n, np.int64)
-        i = 0
-        for j in range(indptr[d], indptr[d + 1]):
-            for _ in range(int(counts[j])):
-                tokens[i] = words[j]
-                i += 1
         n_present = 0
         for s in range(-1, burnin + samples):
             for i in range(n):
