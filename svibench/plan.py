@@ -335,19 +335,19 @@ def plan_studies(studies: Sequence[Study], workers: int = 1, measure: Callable[[
         yield from (plan_study(study, measure, cache) for study in studies)
         return
     pool: ProcessPoolExecutor | None = None
-    futures: dict[str, Future] = {}
+    known: dict[str, Future | tuple[Probe, str, RunSpec]] = {}  # by cost class
 
     def submit(first: RunSpec) -> Future | tuple[Probe, str, RunSpec]:
         nonlocal pool
         key = _cost_class(first)
-        if key in futures:
-            return futures[key]
-        stored = probe_cache.read(first) if cache else None
-        if stored is not None:  # no worker is started for what the cache holds
-            return Probe(**stored), "probe from the cache", first
-        pool = pool or ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(start_method(None)))
-        futures[key] = pool.submit(_measured_or_why, first, measure, cache)
-        return futures[key]
+        if key not in known:
+            stored = probe_cache.read(first) if cache else None
+            if stored is not None:  # no worker is started for what the cache holds
+                known[key] = Probe(**stored), "probe from the cache", first
+            else:
+                pool = pool or ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(start_method(None)))
+                known[key] = pool.submit(_measured_or_why, first, measure, cache)
+        return known[key]
 
     try:
         pending = [(study, [(runs, submit(runs[0])) for runs in _groups(study)]) for study in studies]

@@ -271,3 +271,14 @@ def test_groups_that_differ_only_in_a_split_share_one_probe_and_say_so(monkeypat
     two = next(plan_studies([s], workers=2))
     assert [(g.problem, g.label) for g in two.groups] == [(g.problem, g.label) for g in plan.groups]
     assert sum("probed on " in g.how for g in two.groups) == 6
+
+
+def test_a_second_plan_takes_every_shared_group_from_the_cache(tmp_path, monkeypatch):
+    """On two workers, the groups that share a probe take it from the cache the second time, as the group it was made
+    on does: a second plan whose probes would all fail estimates every group."""
+    monkeypatch.setenv("SVIBENCH_CACHE_DIR", str(tmp_path))
+    s = parse_study(tomllib.loads(STUDY.replace('dim = [1, 2]', 'dim = 1, seed = [0, 1, 2]')))
+    first = next(plan_studies([s], workers=2, cache=True))
+    again = next(plan_studies([s], workers=2, measure=_dies, cache=True))
+    assert all(g.how.startswith("probe from the cache: ") for g in again.groups)
+    assert [g.seconds for g in again.groups] == [g.seconds for g in first.groups]
