@@ -8,6 +8,7 @@ verified by SHA-256 before use (README.md, "Data").
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 import shutil
 import tempfile
@@ -217,6 +218,10 @@ def dataset(name: str, *, kind: str, description: str = "", files: tuple[DataFil
     """
 
     def mark(loader: Callable[..., Dataset]) -> Callable[..., Dataset]:
+        unknown = [p for p in size if p not in inspect.signature(loader).parameters]
+        if unknown:
+            raise TypeError(f"@dataset({name!r}, size=...): {', '.join(unknown)} not a parameter of {loader.__name__}; "
+                            "size names the loader's parameters that count its rows")
         doc = description or (loader.__doc__ or "").strip().split("\n")[0]
         loader._svibench_dataset = DatasetInfo(name, kind, doc, loader, tuple(files), paper_split,
                                                   tuple(size))  # type: ignore[attr-defined]

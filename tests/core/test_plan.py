@@ -236,6 +236,11 @@ def test_a_reduced_problem_scales_every_declared_row_count_alike_and_nothing_els
     assert "rows" in small.name and small.key() != big.key()
     assert fraction(replace(big, dataset_params={"n_train": 3 * PROBE_ROWS, "n_test": 100})) is None  # whole
     assert fraction(ProblemSpec("a", "logreg", "australian")) is None  # no declared size: whole
+    from svibench.data import dataset
+    with pytest.raises(TypeError, match=r"size=\.\.\.\): n_rows not a parameter of points"):
+        @dataset("points", kind="density", size=("n_rows",))
+        def points(*, n: int = 10):
+            return None
 
 
 def test_the_scaling_law_is_constant_or_linear_as_the_two_reduced_problems_tell(monkeypatch):
