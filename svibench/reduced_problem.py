@@ -59,8 +59,10 @@ def _scaled(value: Any, f: float) -> Any:
 def reduce(spec: ProblemSpec, f: float, plugins: Iterable[str] = ()) -> ProblemSpec:
     """``spec`` with every declared row count (the dataset's sizes, the model's :attr:`row_params`) times ``f``."""
     model = get_registry(tuple(plugins)).model(spec.model)
+    defaults = inspect.signature(model).parameters
+    rows = {k: spec.model_params.get(k, defaults[k].default if k in defaults else None) for k in model.row_params}
     data = {**spec.dataset_params, **{k: _scaled(v, f) for k, v in _sizes(spec, plugins).items()}}
-    params = {k: _scaled(v, f) if k in model.row_params else v for k, v in spec.model_params.items()}
+    params = {**spec.model_params, **{k: _scaled(v, f) for k, v in rows.items() if v is not None}}
     return replace(spec, name=f"{spec.name} (rows × {f:.3g})", dataset_params=data, model_params=params)
 
 
@@ -70,9 +72,9 @@ SMALLER = 0.25
 
 def exponent(at_smaller: float, at_f: float, sign: float = 1.0) -> float:
     """The law's exponent of a part from its CPU seconds at :data:`SMALLER` · f and at f: ``sign`` (linear; -1 for a
-    quantity that falls as the rows grow, the epochs a minibatch covers) if it grew by more than halfway to linear
-    between them (by 2 of 4 on a log scale), else 0 (constant); 0 when either is not positive (a part the probe did
-    not measure)."""
+    quantity that falls as the rows grow, the epochs a minibatch covers) if it changed by more than the square root
+    of the rows' ratio between them (halfway from constant to linear on a log scale), else 0 (constant); 0 when
+    either is not positive (a part the probe did not measure)."""
     if not (at_smaller > 0 and at_f > 0):
         return 0.0
     return sign if sign * math.log(at_f / at_smaller) > 0.5 * math.log(1 / SMALLER) else 0.0
