@@ -13,9 +13,10 @@ evaluation of every test row), and two reduced problems, at f and :data:`SMALLER
 the part's growth from one to the other, as an exponent b of cost ∝ fᵇ, is rounded to 0 or 1.  The fitted b
 itself is not used: at a few thousand rows a step's fixed costs flatten it, and carried over tens of times the
 rows it would put a batch step at a fraction of its cost.  No model with a declared size does more than linear
-work per row.  A part too small at the reduced sizes to show its growth over its fixed costs (an evaluation of a
-few dozen test rows) is carried as constant.  The fraction is chosen so that the larger reduced problem has :data:`PROBE_ROWS` rows in its
-largest declared count; a problem that would be reduced by less than :data:`WHOLE_ABOVE` is probed whole.
+work per row.  The fraction is chosen so that the larger reduced problem has :data:`PROBE_ROWS` rows in its
+largest declared count, raised if need be so that every declared count keeps at least :data:`FEWEST_ROWS` rows in
+the smaller one (with fewer, a part that grows with it cannot show its growth over its fixed costs); a problem
+that would be reduced by less than :data:`WHOLE_ABOVE` is probed whole.
 """
 from __future__ import annotations
 
@@ -27,12 +28,18 @@ from typing import Any, Iterable
 from .registry import get_registry
 from .spec import ProblemSpec
 
-__all__ = ["PROBE_ROWS", "WHOLE_ABOVE", "SMALLER", "fraction", "reduce", "exponent", "extrapolate"]
+__all__ = ["PROBE_ROWS", "WHOLE_ABOVE", "FEWEST_ROWS", "SMALLER", "fraction", "reduce", "exponent", "extrapolate"]
 
 #: The rows of the larger reduced problem, in its largest declared count.
 PROBE_ROWS = 2000
 #: A problem whose reduction fraction would be above this is probed whole (the law would save little).
 WHOLE_ABOVE = 0.25
+#: The smaller reduced problem has this fraction of the larger one's rows.
+SMALLER = 0.25
+#: The fewest rows any declared count keeps in the smaller reduced problem.  With fewer, a part that grows with it
+#: is mostly fixed costs there (an evaluation of a handful of test documents), and the law cannot tell constant
+#: from linear.
+FEWEST_ROWS = 64
 
 
 def _sizes(spec: ProblemSpec, plugins: Iterable[str]) -> dict[str, Any]:
@@ -43,31 +50,44 @@ def _sizes(spec: ProblemSpec, plugins: Iterable[str]) -> dict[str, Any]:
 
 
 def fraction(spec: ProblemSpec, plugins: Iterable[str] = ()) -> float | None:
-    """The fraction f of the larger reduced problem (:data:`PROBE_ROWS` rows in the largest declared count), or None
-    if the problem is probed whole: its dataset declares no size, or f would be above :data:`WHOLE_ABOVE`."""
-    counts = [v for v in _sizes(spec, plugins).values() if isinstance(v, int) and v > 0]
-    if not counts:
+    """The fraction f of the larger reduced problem, or None if the problem is probed whole: its dataset declares
+    no size, or f would be above :data:`WHOLE_ABOVE`.  f puts :data:`PROBE_ROWS` rows in the largest declared count
+    (the dataset's and the model's :attr:`row_params`), and at least :data:`FEWEST_ROWS` in the smallest one at the
+    smaller reduced problem, so that a part growing with it shows its growth over fixed costs."""
+    if not any(_is_count(v) for v in _sizes(spec, plugins).values()):
         return None
-    f = PROBE_ROWS / max(counts)
+    counts = [v for v in _counts(spec, plugins).values() if _is_count(v)]
+    f = max(PROBE_ROWS / max(counts), FEWEST_ROWS / (SMALLER * min(counts)))
     return f if f <= WHOLE_ABOVE else None
 
 
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _row_params(spec: ProblemSpec, plugins: Iterable[str]) -> dict[str, Any]:
+    """The model's :attr:`row_params` and their values in ``spec`` (its defaults if not set)."""
+    model = get_registry(tuple(plugins)).model(spec.model)
+    defaults = inspect.signature(model).parameters
+    return {k: spec.model_params.get(k, defaults[k].default if k in defaults else None) for k in model.row_params}
+
+
+def _counts(spec: ProblemSpec, plugins: Iterable[str]) -> dict[str, Any]:
+    """Every declared row count of ``spec`` (the dataset's sizes and the model's row parameters) by name."""
+    return {**_sizes(spec, plugins), **{f"model.{k}": v for k, v in _row_params(spec, plugins).items()}}
+
+
 def _scaled(value: Any, f: float) -> Any:
-    return max(1, round(value * f)) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else value
+    return max(1, round(value * f)) if _is_count(value) else value
 
 
 def reduce(spec: ProblemSpec, f: float, plugins: Iterable[str] = ()) -> ProblemSpec:
     """``spec`` with every declared row count (the dataset's sizes, the model's :attr:`row_params`) times ``f``."""
-    model = get_registry(tuple(plugins)).model(spec.model)
-    defaults = inspect.signature(model).parameters
-    rows = {k: spec.model_params.get(k, defaults[k].default if k in defaults else None) for k in model.row_params}
     data = {**spec.dataset_params, **{k: _scaled(v, f) for k, v in _sizes(spec, plugins).items()}}
-    params = {**spec.model_params, **{k: _scaled(v, f) for k, v in rows.items() if v is not None}}
+    params = {**spec.model_params,
+              **{k: _scaled(v, f) for k, v in _row_params(spec, plugins).items() if v is not None}}
     return replace(spec, name=f"{spec.name} (rows × {f:.3g})", dataset_params=data, model_params=params)
 
-
-#: The smaller reduced problem has this fraction of the larger one's rows.
-SMALLER = 0.25
 
 
 def exponent(at_smaller: float, at_f: float, sign: float = 1.0) -> float:

@@ -222,14 +222,16 @@ def _fake_probe(spec):
 
 
 def test_a_reduced_problem_scales_every_declared_row_count_alike_and_nothing_else():
-    from svibench.reduced_problem import PROBE_ROWS, fraction, reduce
+    from svibench.reduced_problem import FEWEST_ROWS, PROBE_ROWS, SMALLER, fraction, reduce
     from svibench.spec import ProblemSpec
     big = ProblemSpec("mnist-like", "pmf", "mnist", {"eval_test": 5000, "eval_seed": 3, "n_factors": 100},
                       {"n_train": 60000, "levels": 2})  # n_test: the loader's default, 10,000
-    f = fraction(big)
-    assert f == PROBE_ROWS / 60000
+    assert fraction(replace(big, model_params={"eval_test": 0})) == PROBE_ROWS / 60000  # the largest count: 2,000
+    f = fraction(big)  # raised: the 5,000 test images scored keep FEWEST_ROWS in the smaller problem
+    assert f == pytest.approx(FEWEST_ROWS / (SMALLER * 5000)) and f > PROBE_ROWS / 60000
+    assert fraction(replace(big, model_params={"eval_test": 500})) is None  # a count too small to reduce: whole
     small = reduce(big, f)
-    assert small.dataset_params == {"n_train": PROBE_ROWS, "n_test": round(10000 * f), "levels": 2}
+    assert small.dataset_params == {"n_train": round(60000 * f), "n_test": round(10000 * f), "levels": 2}
     assert small.model_params == {"eval_test": round(5000 * f), "eval_seed": 3, "n_factors": 100}
     assert reduce(replace(big, model_params={"eval_test": 0}), 1e-6).model_params == {"eval_test": 0}  # 0: every row
     assert reduce(big, 1e-6).dataset_params["n_train"] == 1  # at least one row
@@ -250,7 +252,8 @@ def test_the_scaling_law_is_constant_or_linear_as_the_two_reduced_problems_tell(
     assert exponent(4.0, 1.0, -1.0) == -1.0 and exponent(0.0, 3.0) == 0.0
     monkeypatch.setattr(plan_module, "_probe", _fake_probe)
     run = study().runs[0]  # gmm-synthetic: its rows n, n_test are declared
-    run = replace(run, problem=replace(run.problem, dataset_params={**run.problem.dataset_params, "n": 100_000}))
+    run = replace(run, problem=replace(run.problem, dataset_params={**run.problem.dataset_params, "n": 100_000,
+                                                                    "n_test": 20_000}))
     whole = _fake_probe(run)
     p = plan_module.probe(run)
     assert p.reduced == pytest.approx(0.02) and p.exponents["per_step"] == 1 and p.exponents["init"] == 0
