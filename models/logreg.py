@@ -54,6 +54,7 @@ from svibench.capabilities.latent_gaussian import (
     GaussianPosterior,
     LatentGaussianPrior,
     kl_to_prior,
+    quadratic_rows,
 )
 from svibench.data import Dataset
 from svibench.expfam import LOG_2PI, GaussianFullNatural
@@ -162,12 +163,6 @@ def weighted_gram(X, w: np.ndarray) -> np.ndarray:
     """Xᵀ diag(w) X as a dense array, for dense or sparse X."""
     XtW = X.multiply(w[:, None]).T if scipy.sparse.issparse(X) else (X * w[:, None]).T
     return np.asarray((XtW @ X).todense() if scipy.sparse.issparse(X) else XtW @ X)
-
-
-def quadratic_rows(X, cov: np.ndarray) -> np.ndarray:
-    """diag(X cov Xᵀ) for dense or sparse X."""
-    XC = X @ cov
-    return np.asarray(X.multiply(XC).sum(1)).ravel() if scipy.sparse.issparse(X) else np.einsum("nd,nd->n", XC, X)
 
 
 class LatentLogisticModel(PolyaGammaAugmented, Model):

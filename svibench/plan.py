@@ -266,9 +266,9 @@ def _measured(first: RunSpec, measure: Callable[[RunSpec], Probe], cache: bool =
     """``measure`` of ``first`` made in this process after priming it for the run's model (:data:`_PRIMED`), with
     where it came from; with ``cache``, the probe stored for this code, machine and group if there is one
     (:mod:`svibench.probe_cache`), else stored after.  Raises what the probe raises."""
-    stored = probe_cache.read(first) if cache else None
+    stored = _stored(first) if cache else None
     if stored is not None:
-        return Probe(**stored), "probe from the cache", first
+        return stored
     if first.problem.model not in _PRIMED:
         _PRIMED.add(first.problem.model)
         try:
@@ -279,6 +279,12 @@ def _measured(first: RunSpec, measure: Callable[[RunSpec], Probe], cache: bool =
     if cache:
         probe_cache.write(first, asdict(p))
     return p, "probe", first
+
+
+def _stored(first: RunSpec) -> tuple[Probe, str, RunSpec] | None:
+    """The probe the cache holds for ``first``'s group, as :func:`_measured` gives it, or None."""
+    stored = probe_cache.read(first)
+    return None if stored is None else (Probe(**stored), "probe from the cache", first)
 
 
 def _measured_or_why(first: RunSpec, measure: Callable[[RunSpec], Probe],
@@ -341,9 +347,9 @@ def plan_studies(studies: Sequence[Study], workers: int = 1, measure: Callable[[
         nonlocal pool
         key = _cost_class(first)
         if key not in known:
-            stored = probe_cache.read(first) if cache else None
+            stored = _stored(first) if cache else None
             if stored is not None:  # no worker is started for what the cache holds
-                known[key] = Probe(**stored), "probe from the cache", first
+                known[key] = stored
             else:
                 pool = pool or ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(start_method(None)))
                 known[key] = pool.submit(_measured_or_why, first, measure, cache)

@@ -54,9 +54,10 @@ def fraction(spec: ProblemSpec, plugins: Iterable[str] = ()) -> float | None:
     no size, or f would be above :data:`WHOLE_ABOVE`.  f puts :data:`PROBE_ROWS` rows in the largest declared count
     (the dataset's and the model's :attr:`row_params`), and at least :data:`FEWEST_ROWS` in the smallest one at the
     smaller reduced problem, so that a part growing with it shows its growth over fixed costs."""
-    if not any(_is_count(v) for v in _sizes(spec, plugins).values()):
+    sizes = [v for v in _sizes(spec, plugins).values() if _is_count(v)]
+    if not sizes:
         return None
-    counts = [v for v in _counts(spec, plugins).values() if _is_count(v)]
+    counts = sizes + [v for v in _row_params(spec, plugins).values() if _is_count(v)]
     f = max(PROBE_ROWS / max(counts), FEWEST_ROWS / (SMALLER * min(counts)))
     return f if f <= WHOLE_ABOVE else None
 
@@ -70,11 +71,6 @@ def _row_params(spec: ProblemSpec, plugins: Iterable[str]) -> dict[str, Any]:
     model = get_registry(tuple(plugins)).model(spec.model)
     defaults = inspect.signature(model).parameters
     return {k: spec.model_params.get(k, defaults[k].default if k in defaults else None) for k in model.row_params}
-
-
-def _counts(spec: ProblemSpec, plugins: Iterable[str]) -> dict[str, Any]:
-    """Every declared row count of ``spec`` (the dataset's sizes and the model's row parameters) by name."""
-    return {**_sizes(spec, plugins), **{f"model.{k}": v for k, v in _row_params(spec, plugins).items()}}
 
 
 def _scaled(value: Any, f: float) -> Any:

@@ -34,12 +34,15 @@ def mf_documents(indptr, words, counts, weights, alpha, gamma, iterations, tol, 
             np.add.at(stats, ids, (cts / phinorm)[:, None] * et * w)
 
 
-def _draw(p: np.ndarray, u: float) -> int:
-    return min(int(np.searchsorted(np.cumsum(p), u * p.sum(), side="right")), len(p) - 1)
 
 
 def _bisect(c: np.ndarray, target: float) -> int:
     return min(int(np.searchsorted(c, target, side="right")), len(c) - 1)
+
+
+def _draw(p: np.ndarray, u: float) -> int:
+    """The inverse-CDF draw from weights ``p`` at uniform ``u``."""
+    return _bisect(np.cumsum(p), u * p.sum())
 
 
 def gibbs_documents(indptr, words, counts, weights, alpha, u, burnin, samples, stats) -> None:

@@ -43,6 +43,7 @@ __all__ = [
     "expected_loglik",
     "mean_parameter_gradients",
     "kl_to_prior",
+    "quadratic_rows",
 ]
 
 
@@ -114,14 +115,19 @@ class GaussianPosterior:
         less than the factor's D²N then), else from the factor."""
         D = len(self.mean)
         if self._has_cov() or D <= X.shape[0]:
-            XC = X @ self.cov
-            return np.asarray(X.multiply(XC).sum(1)).ravel() if scipy.sparse.issparse(X) else np.einsum("nd,nd->n", XC, X)
+            return quadratic_rows(X, self.cov)
         X = X.toarray() if scipy.sparse.issparse(X) else np.asarray(X)
         if self.scale_tril is not None:
             XL = X @ self.scale_tril
             return np.einsum("nd,nd->n", XL, XL)
         W = scipy.linalg.solve_triangular(self.precision_tril, X.T, lower=True, check_finite=False)
         return np.einsum("dn,dn->n", W, W)
+
+
+def quadratic_rows(X, cov: np.ndarray) -> np.ndarray:
+    """diag(X cov Xᵀ) for dense or sparse X."""
+    XC = X @ cov
+    return np.asarray(X.multiply(XC).sum(1)).ravel() if scipy.sparse.issparse(X) else np.einsum("nd,nd->n", XC, X)
 
 
 @runtime_checkable
