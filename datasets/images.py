@@ -123,8 +123,17 @@ def _cells(length: int, grid: int) -> list[tuple[int, int]]:
     return list(zip(edges[:-1], edges[1:]))
 
 
+def _cost_params(params: dict) -> dict:
+    """What an image problem's cost depends on: its side in pixels (the crop's, else the image's), the task and
+    the patch; not which image of that side, nor the mask's seed.  The local fits' sweeps depend on the image's
+    content too: a plan carries one image's timings to the others of its side."""
+    image = params["image"]
+    side = params["size"] or (IMAGES[image][1] if image in IMAGES else image)
+    return {**{k: v for k, v in params.items() if k not in ("image", "seed")}, "side": side}
+
+
 @dataset("image-patches", kind="images", description="a test image as overlapping 8×8 patches, for inpainting or denoising (BPFA §5.2)",
-         files=tuple(f for f, _ in IMAGES.values()))
+         files=tuple(f for f, _ in IMAGES.values()), cost_params=_cost_params)
 def image_patches(*, image: str = "house", task: str = "inpainting", size: int = 0, patch: int = 8,
                   observed: float = 0.0, noise_sd: float = -1.0, seed: int = 0) -> Dataset:
     """Patches of ``image`` with a random pixel mask (and noise), standardised.

@@ -200,11 +200,18 @@ class DatasetInfo:
     files: tuple[DataFile, ...] = ()
     paper_split: bool = False
     size: tuple[str, ...] = ()
+    cost_params: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    def with_defaults(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` with the loader's defaults for the parameters they leave out."""
+        found = inspect.signature(self.loader).parameters.values()
+        return {**{p.name: p.default for p in found if p.default is not p.empty}, **params}
 
 
 def dataset(name: str, *, kind: str, description: str = "", files: tuple[DataFile, ...] = (),
-            paper_split: bool = False,
-            size: tuple[str, ...] = ()) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
+            paper_split: bool = False, size: tuple[str, ...] = (),
+            cost_params: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+            ) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
     """Mark a loader function as the dataset ``name``.
 
     The registry collects marked functions from the modules of
@@ -214,7 +221,11 @@ def dataset(name: str, *, kind: str, description: str = "", files: tuple[DataFil
     :class:`DataFile` s it reads (``svibench describe`` lists them, present or not).  ``paper_split``:
     the loader's ``split`` also takes ``"paper"``, the split of the paper the dataset comes from.  ``size``: the
     loader's parameters that count its rows (data points, train or test), which a plan's reduced problem scales
-    down alike (:mod:`svibench.reduced_problem`); each must take any count from 1 to its value.
+    down alike (:mod:`svibench.reduced_problem`); each must take any count from 1 to its value.  ``cost_params``:
+    what a problem's CPU cost depends on, as a function of the loader's parameters (its defaults filled in), for a
+    dataset whose parameters choose which data in a way that can also set how much (an image's name sets its side);
+    a plan probes once for the problems it maps alike (:mod:`svibench.plan`).  Without it, a plan takes every
+    parameter but ``split`` and ``seed`` (which rows, not how many).
     """
 
     def mark(loader: Callable[..., Dataset]) -> Callable[..., Dataset]:
@@ -224,7 +235,7 @@ def dataset(name: str, *, kind: str, description: str = "", files: tuple[DataFil
                             "size names the loader's parameters that count its rows")
         doc = description or (loader.__doc__ or "").strip().split("\n")[0]
         loader._svibench_dataset = DatasetInfo(name, kind, doc, loader, tuple(files), paper_split,
-                                                  tuple(size))  # type: ignore[attr-defined]
+                                                  tuple(size), cost_params)  # type: ignore[attr-defined]
         return loader
 
     return mark

@@ -18,7 +18,8 @@ clock.  On N workers the probes run in N processes at once (:func:`plan_studies`
 A run whose seconds limit binds is its own estimate: only its warm-up, init and evaluations come from the probe.
 
 Two things keep a plan of the paper scales short.  Groups that differ only in a dataset's split or seed
-(:data:`SAME_COST`: which rows, not how many) share one probe, made on the first of them.  And a problem whose
+(:data:`SAME_COST`: which rows, not how many), or in what its ``cost_params`` leaves out (``@dataset``: the
+image-patches' image, but for its side), share one probe, made on the first of them.  And a problem whose
 dataset declares its size (``@dataset(..., size=...)``) and has many more rows than
 :data:`~svibench.reduced_problem.PROBE_ROWS` is not probed whole: two reduced problems are, and a stated scaling
 law carries their timings to the whole (:func:`reduced_probe`, :mod:`svibench.reduced_problem`; the group's line
@@ -51,6 +52,7 @@ import numpy as np
 from . import probe_cache, reduced_problem
 from .executors.local import start_method
 from .problem import build_model
+from .registry import get_registry
 from .runner import execute
 from .spec import SCORE_REFERENCE, Budget, Checkpoints, RunSpec, canonical_json
 from .study import Study
@@ -297,14 +299,20 @@ def _measured_or_why(first: RunSpec, measure: Callable[[RunSpec], Probe],
 
 
 #: Dataset parameters that choose which rows a problem has, not how many: groups that differ only in them (and in
-#: nothing else) cost the same, and share one probe.
+#: nothing else) cost the same, and share one probe, unless the dataset says what its cost depends on
+#: (``@dataset(..., cost_params=...)``).
 SAME_COST = ("split", "seed")
 
 
 def _cost_class(run: RunSpec) -> str:
-    """What a probe of ``run`` depends on, but for the dataset's :data:`SAME_COST` parameters."""
+    """What a probe of ``run`` depends on: the dataset's ``cost_params`` of its parameters, or every parameter but
+    :data:`SAME_COST`, and everything else of the group."""
     problem = run.problem
-    data = {k: v for k, v in problem.dataset_params.items() if k not in SAME_COST}
+    info = get_registry(tuple(run.plugins)).dataset(problem.dataset)
+    if info.cost_params is None:
+        data = {k: v for k, v in problem.dataset_params.items() if k not in SAME_COST}
+    else:
+        data = info.cost_params(info.with_defaults(problem.dataset_params))
     return canonical_json([run.algorithm, run.params, problem.model, problem.model_params, problem.dataset, data,
                            run.budget.key(), run.timeout, list(run.plugins)])
 

@@ -45,8 +45,8 @@ FEWEST_ROWS = 64
 def _sizes(spec: ProblemSpec, plugins: Iterable[str]) -> dict[str, Any]:
     """The dataset's declared size parameters and their values in ``spec`` (the loader's defaults if not set)."""
     info = get_registry(tuple(plugins)).dataset(spec.dataset)
-    defaults = inspect.signature(info.loader).parameters
-    return {name: spec.dataset_params.get(name, defaults[name].default) for name in info.size}
+    params = info.with_defaults(spec.dataset_params)
+    return {name: params[name] for name in info.size}
 
 
 def fraction(spec: ProblemSpec, plugins: Iterable[str] = ()) -> float | None:

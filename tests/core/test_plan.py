@@ -281,6 +281,37 @@ def test_groups_that_differ_only_in_a_split_share_one_probe_and_say_so(monkeypat
     assert sum("probed on " in g.how for g in two.groups) == 6
 
 
+IMAGES = """
+[study]
+name = "images"
+[budget]
+iterations = 10
+[[problem]]
+model = "bpfa"
+dataset = "image-patches"
+dataset_params = { image = ["boat", "house", "barbara", "peppers"], task = ["inpainting", "denoising"], size = SIZE }
+[[algorithm]]
+name = "mf-svi"
+"""
+
+
+@pytest.mark.parametrize("size, sides", [(0, 2), (32, 1)])
+def test_images_of_one_side_share_a_probe(monkeypatch, size, sides):
+    """image-patches says what its cost depends on (``@dataset(cost_params=...)``): the side of its pixels (the
+    crop's, else the image's: boat and barbara 512, house and peppers 256) and the task, not which image."""
+    from svibench import plan as plan_module
+    monkeypatch.setattr(plan_module, "_PRIMED", {"bpfa"})
+    probed = []
+    s = parse_study(tomllib.loads(IMAGES.replace("SIZE", str(size))))
+    plan = plan_study(s, lambda run: probed.append(run.problem.name) or FAKE)
+    assert len(plan.groups) == 8 and len(probed) == 2 * sides  # each task once per side
+    side = {"boat": 512, "barbara": 512, "house": 256, "peppers": 256}
+    for g in plan.groups:
+        on = g.how.split("; probed on ")[1] if "probed on" in g.how else g.problem
+        assert on in probed and on.split(",")[1] == g.problem.split(",")[1]  # the same task
+        assert size or side[on.split("image=")[1].split(",")[0]] == side[g.problem.split("image=")[1].split(",")[0]]
+
+
 def test_a_second_plan_takes_every_shared_group_from_the_cache(tmp_path, monkeypatch):
     """On two workers, the groups that share a probe take it from the cache the second time, as the group it was made
     on does: a second plan whose probes would all fail estimates every group."""
