@@ -97,7 +97,7 @@ class GPClassification(LatentLogisticModel):
 
     # -- capability: latent Gaussian
     def latent_prior(self) -> LatentGaussianPrior:
-        return LatentGaussianPrior(cov=self.K)
+        return LatentGaussianPrior(cov=self.K, scale_tril=self.chol_K)
 
     def design(self) -> None:
         return None

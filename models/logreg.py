@@ -254,10 +254,16 @@ class LatentLogisticModel(PolyaGammaAugmented, Model):
 
     def elbo_metrics(self, q: GaussianPosterior) -> dict[str, float]:
         """``elbo``, ``neg_elbo`` and ``elbo_augmented`` (Σₙ of :func:`~.polya_gamma.jaakkola_jordan` − KL) of q(z)."""
+        return self._elbo_terms(q)[0]
+
+    def _elbo_terms(self, q: GaussianPosterior) -> tuple[dict[str, float], np.ndarray, np.ndarray, float]:
+        """:meth:`elbo_metrics` and what they were made of: the training marginals m, v and KL(q ‖ p).  The
+        expectations are values alone (:func:`expected_log_sigmoid_value`), whatever the algorithms are handed."""
         m, v = self.train_marginals(q)
         kl = kl_to_prior(q, self.latent_prior())
-        elbo = float(self.gaussian_expectation(m, v).value.sum() - kl)
-        return {"elbo": elbo, "neg_elbo": -elbo, "elbo_augmented": float(jaakkola_jordan(2.0 * self.y - 1.0, m, v).sum() - kl)}
+        s = 2.0 * self.y - 1.0
+        elbo = float(expected_log_sigmoid_value(s * m, v).sum() - kl)
+        return {"elbo": elbo, "neg_elbo": -elbo, "elbo_augmented": float(jaakkola_jordan(s, m, v).sum() - kl)}, m, v, kl
 
 
 class BayesianLogisticRegression(LatentLogisticModel):
@@ -397,13 +403,9 @@ class BayesianLogisticRegression(LatentLogisticModel):
     def elbo_metrics(self, q: GaussianPosterior) -> dict[str, float]:
         """The exact ``elbo``, ``neg_elbo`` and ``elbo_augmented`` (whatever ``expectation`` is), and
         ``neg_elbo_authors``: the authors' ``chol_log_reg`` objective, −(Σₙ bound − KL′) with KL′ = KL + ½ log δ_bias."""
-        m, v = self.train_marginals(q)
-        kl = kl_to_prior(q, self.latent_prior())
-        s = 2.0 * self.y - 1.0
-        elbo = float(expected_log_sigmoid_value(s * m, v).sum() - kl)
+        out, m, v, kl = self._elbo_terms(q)
         bound = float((self.y * m - expected_llp_bound_value(m, v)).sum())  # the authors' bound, its value alone
-        return {"elbo": elbo, "neg_elbo": -elbo, "elbo_augmented": float(jaakkola_jordan(s, m, v).sum() - kl),
-                "neg_elbo_authors": -(bound - kl) + 0.5 * np.log(self.bias_precision)}
+        return {**out, "neg_elbo_authors": -(bound - kl) + 0.5 * np.log(self.bias_precision)}
 
     def evaluate(self, posterior, rng: np.random.Generator) -> dict[str, float]:
         """Metrics of q(z): a GaussianPosterior, SVI/VMP's λ or the PG Gibbs chain (:meth:`gaussian`)."""

@@ -49,14 +49,19 @@ __all__ = [
 
 @dataclass(frozen=True)
 class LatentGaussianPrior:
-    """z ~ N(0, Σ₀): give exactly one of ``precision`` (diagonal Σ₀⁻¹, shape (D,)) or ``cov`` (K, (D, D))."""
+    """z ~ N(0, Σ₀): give exactly one of ``precision`` (diagonal Σ₀⁻¹, shape (D,)) or ``cov`` (K, (D, D)); with
+    ``cov``, optionally its lower Cholesky factor ``scale_tril`` (a model that holds it: :func:`kl_to_prior` then
+    does not decompose K at every checkpoint)."""
 
     precision: np.ndarray | None = None
     cov: np.ndarray | None = None
+    scale_tril: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if (self.precision is None) == (self.cov is None):
             raise ValueError("LatentGaussianPrior takes exactly one of precision (diagonal) or cov (kernel)")
+        if self.scale_tril is not None and self.cov is None:
+            raise ValueError("LatentGaussianPrior's scale_tril is the Cholesky factor of cov; give cov too")
 
     @property
     def dim(self) -> int:
@@ -247,7 +252,7 @@ def kl_to_prior(q: GaussianPosterior, prior: LatentGaussianPrior) -> float:
         maha = float(np.sum(p * mu**2))
         logdet_p = -float(np.sum(np.log(p)))
     else:
-        chol_p = scipy.linalg.cholesky(prior.cov, lower=True)
+        chol_p = prior.scale_tril if prior.scale_tril is not None else scipy.linalg.cholesky(prior.cov, lower=True)
         a = scipy.linalg.solve_triangular(chol_p, chol_q, lower=True)
         trace = float(np.sum(a**2))
         b = scipy.linalg.solve_triangular(chol_p, mu, lower=True)

@@ -274,3 +274,17 @@ def test_a_posterior_given_by_a_factor_gives_its_covariances_quantities_and_form
     q = GaussianPosterior(mean, precision_tril=prec)
     model.evaluate(q, rng)
     assert "cov" not in vars(q)
+
+
+def test_a_kernel_prior_given_with_its_factor_gives_the_same_kl_to_the_bit():
+    """A GP model hands its prior with K's Cholesky factor (``LatentGaussianPrior.scale_tril``): the KL is the one
+    decomposing K gives, bit for bit, and a factor without K is refused."""
+    rng = np.random.default_rng(3)
+    D = 30
+    A = rng.normal(size=(D, D))
+    K = A @ A.T + D * np.eye(D)
+    q = GaussianPosterior(rng.normal(size=D), np.diag(rng.random(D) + 0.5))
+    chol = scipy.linalg.cholesky(K, lower=True)
+    assert kl_to_prior(q, LatentGaussianPrior(cov=K, scale_tril=chol)) == kl_to_prior(q, LatentGaussianPrior(cov=K))
+    with pytest.raises(ValueError, match="give cov too"):
+        LatentGaussianPrior(precision=np.ones(D), scale_tril=chol)
