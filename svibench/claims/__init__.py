@@ -19,7 +19,10 @@ The rule, stated in every report with its n:
 - **Undecided units.**  A unit whose answer a still-moving run could change
   (:mod:`.convergence`; e.g. the better side of a unit that fails, the worse
   side of one that holds) is left out of n unless the claim is declared
-  ``at_budget``; the verdict says how many.
+  ``at_budget``; the verdict says how many.  So is a faster or as-fast unit
+  on CPU time whose ratio of times is within the timing noise of the ratio
+  its answer turns on (:data:`.evidence.TIMING_NOISE`: two makings of one run
+  differ by up to that factor), whatever ``at_budget`` says.
 - **Sign rule** (:mod:`.stats`).  With n decided units, k of which hold:
   *partly* when the units disagree only between problems (each problem
   unanimous on ≥ 3 units); else *reproduced* when the one-sided sign test
@@ -39,7 +42,7 @@ from dataclasses import dataclass, field, replace
 import pandas as pd
 
 from .schema import Claim
-from .evidence import Evidence
+from .evidence import TIMING_NOISE, Evidence
 from .kinds import CHOSEN_ON, Chosen, units
 from .stats import ALPHA, MIN_UNITS, sign_test
 
@@ -50,12 +53,14 @@ VERDICTS = ("reproduced", "partly", "not reproduced", "mixed", "too few units", 
 #: The fewest units each problem needs for a *partly* (every problem unanimous).
 PARTLY_UNITS = 3
 RULE = ("Paired units are (problem, seed); a method's variant is chosen on held-out data (the lowest seed, else the "
-        "first problem) that is then not a unit; a tie never holds; a diverged run fails its units. Sign rule on the decided "
+        "first problem) that is then not a unit; a tie never holds; a diverged run fails its units. A unit is undecided "
+        "when a still-moving run could change its answer, or when its ratio of CPU times is within the timing noise "
+        f"(×{TIMING_NOISE:g} between two makings of one run) of the ratio its answer turns on. Sign rule on the decided "
         f"units: partly when units disagree only between problems (each unanimous on ≥ {PARTLY_UNITS} units), else "
         f"reproduced when the one-sided sign test gives p ≤ {ALPHA} that it holds, not reproduced when p ≤ {ALPHA} that "
         f"it fails, else mixed (k/n); fewer than {MIN_UNITS} units: too few units. Incomplete: a planned run of a "
         "named method is absent, crashed or timed out.")
-UNIT_COLUMNS = ["pool", "problem", "seed", "holds", "number", "detail", "unconverged", "comparable"]
+UNIT_COLUMNS = ["pool", "problem", "seed", "holds", "number", "detail", "unconverged", "within_noise", "comparable"]
 
 
 @dataclass(frozen=True)
@@ -87,8 +92,9 @@ class Verdict:
         """Every unit in one line: where, whether it holds, why; undecided and not comparable ones marked."""
         out = []
         for u in self.units.itertuples():
-            marks = ([] if u.comparable else ["not comparable"]) + (["undecided"] if u.unconverged and not
-                                                                      self.claim.at_budget else [])
+            moving = u.unconverged and not self.claim.at_budget
+            marks = (([] if u.comparable else ["not comparable"]) + (["undecided"] if moving else [])
+                     + (["undecided: within the timing noise"] if u.within_noise and not moving else []))
             where = u.pool if self.claim.kind == "value" else f"{u.problem} seed {u.seed}"  # a value claim's unit is a row
             out.append(f"{where}: {'holds' if u.holds else 'fails'} ({u.detail})"
                        + (f" [{', '.join(marks)}]" if marks else ""))
@@ -104,8 +110,9 @@ class Verdict:
         return self.reason
 
 
-def _decide(claim: Claim, table: pd.DataFrame, missing: list[str]) -> tuple[str, str]:
-    """(verdict, reason) by the rule of the module docstring."""
+def _decide(claim: Claim, table: pd.DataFrame, missing: list[str], noise: float = TIMING_NOISE) -> tuple[str, str]:
+    """(verdict, reason) by the rule of the module docstring (``noise``: the timing noise the units were judged
+    with)."""
     if claim.not_run:
         return "not run", f"not run: {claim.not_run}"
     if table.empty and not missing:
@@ -119,12 +126,16 @@ def _decide(claim: Claim, table: pd.DataFrame, missing: list[str]) -> tuple[str,
     aside = (f"; {int(elsewhere.sum())} unit(s) on problems not comparable left out ({claim.comparable_why})"
              if elsewhere.any() else "")
     table = table[~elsewhere]
-    undecided = table["unconverged"] & (not claim.at_budget)
-    decided = table[~undecided]
+    moving = table["unconverged"].astype(bool) & (not claim.at_budget)
+    noisy = table["within_noise"].astype(bool) & ~moving
+    decided = table[~(moving | noisy)]
     n, held = len(decided), int(decided["holds"].sum())
     test = sign_test(held, n)
-    open_ = (f"; {int(undecided.sum())} more unit(s) undecided: a run that could change their answer was still moving"
-             if undecided.any() else "") + aside
+    open_ = (f"; {int(moving.sum())} more unit(s) undecided: a run that could change their answer was still moving"
+             if moving.any() else "")
+    open_ += (f"; {int(noisy.sum())} more unit(s) undecided: their ratio of CPU times is within the timing noise "
+              f"(×{noise:g} between two makings of one run) of the ratio their answer turns on" if noisy.any() else "")
+    open_ += aside
     if n < MIN_UNITS:
         return "too few units", (f"{held} of n = {n} decided unit(s) hold{open_}; the one-sided sign test needs "
                                  f"n ≥ {MIN_UNITS} to reach p ≤ {ALPHA}")
@@ -156,7 +167,7 @@ def _judge_one(claim: Claim, ev: Evidence) -> Verdict:
     else:
         names = claim.better + claim.worse + claim.methods
         labels = sorted({lb for name in names for lb in ev.labels(claim, name)})
-    verdict, reason = _decide(claim, table, ev.missing(labels, problems))
+    verdict, reason = _decide(claim, table, ev.missing(labels, problems), ev.timing_noise)
     return Verdict(claim, verdict, reason, table, chosen)
 
 

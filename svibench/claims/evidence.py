@@ -23,10 +23,16 @@ from .schema import Claim
 from .convergence import unconverged
 from ..settings import Target
 
-__all__ = ["Evidence", "Reach", "DEFAULT_TIE", "AXIS_VARIABLE", "JUDGED"]
+__all__ = ["Evidence", "Reach", "DEFAULT_TIE", "AXIS_VARIABLE", "JUDGED", "TIMING_NOISE"]
 
 #: Relative tolerance under which two values tie when neither the claim nor the study's target gives one.
 DEFAULT_TIE = 1e-3
+#: How far apart two CPU times of one run can be when it is made twice on one machine, as a factor.  Measured on
+#: the 2-core machine the reports are made on, quiet, one BLAS thread: 8 makings each of S&K-FG and of CVI on
+#: colon-cancer (split 0) took up to 1.71 and 1.57 times as long as one another at one checkpoint (about 30 ms of
+#: CPU), and 1.76 and 1.53 times at their last (1.2-2.0 s).  A ratio of two runs' times is known to within this
+#: factor either way.
+TIMING_NOISE = 1.8
 #: The results variable a claim's axis reads: CPU seconds, data passes, or (a [[paper]] row's ``iteration``) steps.
 AXIS_VARIABLE = {"time": "time", "epoch": "epoch", "iteration": "iteration"}
 #: The statuses a verdict judges: a run that ended ok, and one that diverged (a result about its method, which fails
@@ -70,6 +76,9 @@ class Evidence:
     authors : mapping
         Problem name → the trajectories of the paper's own code on it (:mod:`svibench.authors_code`), for the
         ``digits`` rule of value claims.
+    timing_noise : float
+        The factor by which two makings of one run can differ in CPU time (:data:`TIMING_NOISE`): a faster or
+        as-fast unit on CPU time that a difference this large could flip is undecided.
     """
 
     ds: xr.Dataset
@@ -80,6 +89,7 @@ class Evidence:
     converged_tolerance: float = 1e-3
     converged_window: float = 0.1
     authors: Mapping[str, Any] = field(default_factory=dict)
+    timing_noise: float = TIMING_NOISE
 
     def __post_init__(self) -> None:
         self.info = {**DERIVED, **self.info}

@@ -18,7 +18,9 @@ holds when only the worse side diverged).  A unit is marked ``unconverged``
 only when a still-moving run could change its answer: for an order or final
 comparison, a run of the worse side of a unit that holds or of the better side
 of one that fails; for an equivalence, a trend or a paper value, any of its
-runs.
+runs.  A faster or as-fast unit on CPU time is marked ``within_noise`` when its
+ratio of times is within the timing noise (``Evidence.timing_noise``) of the ratio its answer turns on:
+one making of a run cannot tell which side of it the runs are.
 """
 from __future__ import annotations
 
@@ -97,9 +99,15 @@ def _thresholds(ev: Evidence, claim: Claim) -> dict[str, float]:
 
 
 def _unit(pool: str, problem: str, seed: int, holds: bool, number: float, detail: str,
-          unconverged: bool = False) -> dict:
+          unconverged: bool = False, within_noise: bool = False) -> dict:
     return {"pool": pool, "problem": problem, "seed": seed, "holds": bool(holds), "number": float(number),
-            "detail": detail, "unconverged": bool(unconverged)}
+            "detail": detail, "unconverged": bool(unconverged), "within_noise": bool(within_noise)}
+
+
+def _within_noise(ev: Evidence, claim: Claim, measured: float, bound: float) -> bool:
+    """Whether a time-axis unit is decided by timing noise: its ``measured`` ratio of times lies within the timing
+    noise (:data:`~.evidence.TIMING_NOISE`) of the ``bound`` its answer turns on, either side of it."""
+    return claim.axis == "time" and bound / ev.timing_noise < measured <= bound * ev.timing_noise
 
 
 def _paired(ev: Evidence, claim: Claim, names: tuple[str, ...], score) -> tuple[list[tuple], Chosen]:
@@ -204,15 +212,17 @@ def _faster(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
         fastest = min((reach[n] for n in claim.worse), key=lambda x: x.low)
         need = claim.ratio * slowest.high * (1 + time_tie)
         # a diverged better run fails the unit; a diverged worse one is read on its checkpoints before the blow-up
-        sooner = (slowest.reached and fastest.low >= need and fastest.high > need
-                  and not any(ev.diverged(runs[n]) for n in claim.better))
+        timed = slowest.reached and not any(ev.diverged(runs[n]) for n in claim.better)
+        sooner = timed and fastest.low >= need and fastest.high > need
         ends, said = _ends(ev, claim, runs)
         ratio = fastest.high / slowest.high if slowest.high > 0 else math.inf
         holds = sooner and ends
+        # when the times decide it: is worse's time within the noise of better's × ratio?
+        noisy = timed and ends and need > 0 and _within_noise(ev, claim, fastest.low / need, 1.0)
         rows.append(_unit(pool, problem, seed, holds, ratio,
                           f"better by {slowest.high:.3g} {unit}, worse "
                           + (f"by {fastest.high:.3g} {unit}" if fastest.reached else f"not in {fastest.low:.3g} {unit}")
-                          + said, claim.final != "any" and _could_flip(ev, claim, runs, holds)))
+                          + said, claim.final != "any" and _could_flip(ev, claim, runs, holds), noisy))
     return rows, chosen
 
 
@@ -231,7 +241,8 @@ def _as_fast(ev: Evidence, claim: Claim) -> tuple[list[dict], Chosen]:
         said = ", ".join(f"{n} {x.high:.3g} {unit}" if x.reached else f"{n} not in {x.low:.3g} {unit}"
                          for n, x in reach.items())
         rows.append(_unit(pool, problem, seed, spread <= claim.ratio, spread,
-                          f"{said}: ratio {spread:.3g} (allowed ≤ {claim.ratio:g})"))
+                          f"{said}: ratio {spread:.3g} (allowed ≤ {claim.ratio:g})",
+                          within_noise=_within_noise(ev, claim, spread, claim.ratio)))
     return rows, chosen
 
 

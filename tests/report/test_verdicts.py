@@ -17,6 +17,7 @@ from svibench.metrics import Metric, metric_table, table_json
 from svibench.claims.schema import parse_claims
 from svibench.settings import ReportError, Target
 from svibench.claims import Evidence, judge
+from svibench.claims.evidence import TIMING_NOISE
 from svibench.claims.kinds import CHOSEN_ON
 
 #: Seeds per method: the fewest on which a unanimous result passes the sign test (p = 1/32).
@@ -239,17 +240,36 @@ def test_faster_needs_disjoint_reach_intervals():
 
 
 def test_faster_with_a_ratio_and_a_worse_method_that_never_gets_there():
+    """The rule at the checkpoints' resolution, on times known exactly (``timing_noise = 1``)."""
     runs = [run("A", s, [-10, -1, -1, -1]) for s in SEEDS] + [run("B", s, [-10, -5, -3, -2], tail=0) for s in SEEDS]
-    assert verdict(runs, claim(**FASTER)).verdict == "reproduced"  # B not in 3 s ≥ 1 × 1 s
-    assert verdict(runs, claim(**FASTER, ratio=4.0)).verdict == "not reproduced"  # 3 s < 4 × 1 s: can't tell
+    assert verdict(runs, claim(**FASTER), timing_noise=1.0).verdict == "reproduced"  # B not in 3 s ≥ 1 × 1 s
+    assert verdict(runs, claim(**FASTER, ratio=4.0), timing_noise=1.0).verdict == "not reproduced"  # 3 s < 4 × 1 s
 
 
 def test_faster_honours_a_declared_time_tie():
-    """B needs 1.0001 s against A's 1 s: faster at the checkpoints' resolution, a tie within a declared 5%."""
+    """B needs 1.0001 s against A's 1 s: faster at the checkpoints' resolution (on times known exactly), a tie
+    within a declared 5%."""
     runs = [run("A", s, [-10, -1], time=[0, 1.0]) for s in SEEDS]
     runs += [run("B", s, [-10, -5, -1], time=[0, 1.0, 1.0001]) for s in SEEDS]
-    assert verdict(runs, claim(**FASTER)).verdict == "reproduced"
-    assert verdict(runs, claim(**FASTER, tie=0.05)).verdict == "not reproduced"
+    assert verdict(runs, claim(**FASTER), timing_noise=1.0).verdict == "reproduced"
+    assert verdict(runs, claim(**FASTER, tie=0.05), timing_noise=1.0).verdict == "not reproduced"
+
+
+def test_a_faster_unit_within_the_timing_noise_is_undecided():
+    """Two makings of one run differ in CPU time by up to ``TIMING_NOISE`` (1.8): B at 3 s against A's 1 s with
+    ratio 2 could be either side of 2 × A's time, and is undecided; at 5 s, or with ratio 1, it is faster by more
+    than the noise; with ratio 4 it fails by more than the noise.  On data passes there is no timing noise."""
+    assert TIMING_NOISE == 1.8
+    runs = [run("A", s, [-10, -1, -1, -1]) for s in SEEDS] + [run("B", s, [-10, -5, -5, -1]) for s in SEEDS]
+    v = verdict(runs, claim(**FASTER, ratio=2.0))  # B in (2, 3], need 2 × 1 s: 2 / 2 = 1, within [1/1.8, 1.8]
+    assert v.verdict == "too few units" and "5 more unit(s) undecided: their ratio of CPU times is within the timing noise (×1.8" in v.reason
+    assert v.unit_lines[0].endswith("[undecided: within the timing noise]")
+    assert verdict(runs, claim(**FASTER, ratio=2.0), timing_noise=1.0).verdict == "reproduced"
+    far = [run("A", s, [-10, -1, -1, -1, -1, -1]) for s in SEEDS] + [run("B", s, [-10, -5, -5, -5, -5, -1]) for s in SEEDS]
+    assert verdict(far, claim(**FASTER, ratio=2.0)).verdict == "reproduced"  # B in (4, 5]: 4 / (2 × 1) ≥ 1.8
+    assert verdict(runs, claim(**FASTER, ratio=1.0)).verdict == "reproduced"  # B in (2, 3]: 2 / 1 ≥ 1.8
+    assert verdict(runs, claim(**FASTER, ratio=4.0)).verdict == "not reproduced"  # 2 s × 1.8 < 4 × 1 s
+    assert verdict(runs, claim(**FASTER, ratio=2.0, axis="epoch")).verdict == "reproduced"
 
 
 def test_the_target_of_faster_comes_from_the_claims_own_methods():
@@ -270,16 +290,23 @@ AS_FAST = dict(kind="as-fast", metric="elbo", methods=["A", "B", "C"], ratio=2.0
 
 
 def test_as_fast_holds_when_every_pair_of_times_to_target_is_within_the_ratio():
-    """A at 2 s, B at 3 s, C at 4 s: the slowest pair is 4/2 = 2 ≤ 2 (holds); with C at 5 s it is 2.5 > 2 (fails)."""
+    """A at 2 s, B at 3 s, C at 4 s: the slowest pair is 4/2 = 2 ≤ 2 (holds); with C at 5 s it is 2.5 > 2 (fails);
+    on times known exactly (``timing_noise = 1``).  With the timing noise (×1.8) both are undecided; the ratio
+    must be within 2 / 1.8 to hold, or beyond 2 × 1.8 to fail."""
     within = [run("A", s, [-10, -5, -1, -1, -1, -1]) for s in SEEDS]
     within += [run("B", s, [-10, -5, -3, -1, -1, -1]) for s in SEEDS]
     within += [run("C", s, [-10, -5, -3, -2, -1, -1]) for s in SEEDS]
-    v = verdict(within, claim(**AS_FAST))
+    v = verdict(within, claim(**AS_FAST), timing_noise=1.0)
     assert v.verdict == "reproduced" and v.units["number"].tolist() == [2.0] * N
     assert "A 2 s, B 3 s, C 4 s: ratio 2" in v.units["detail"].iloc[0]
     beyond = within[:2 * N] + [run("C", s, [-10, -5, -3, -2, -2, -1]) for s in SEEDS]
-    assert verdict(beyond, claim(**AS_FAST)).verdict == "not reproduced"
-    assert verdict(beyond, claim(**{**AS_FAST, "ratio": 2.5})).verdict == "reproduced"
+    assert verdict(beyond, claim(**AS_FAST), timing_noise=1.0).verdict == "not reproduced"
+    assert verdict(beyond, claim(**{**AS_FAST, "ratio": 2.5}), timing_noise=1.0).verdict == "reproduced"
+    for runs in (within, beyond):
+        v = verdict(runs, claim(**AS_FAST))
+        assert v.verdict == "too few units" and "5 more unit(s) undecided" in v.reason
+    assert verdict(within, claim(**{**AS_FAST, "ratio": 3.6})).verdict == "reproduced"  # 2 ≤ 3.6 / 1.8
+    assert verdict(beyond, claim(**{**AS_FAST, "ratio": 1.3})).verdict == "not reproduced"  # 2.5 > 1.3 × 1.8
 
 
 def test_as_fast_fails_a_unit_whose_method_never_reaches_the_target():
