@@ -11,6 +11,9 @@ Example (in a study file)::
     split_panels = false            # true: one panel per grid point (e.g. random split) instead of pooling
     converged_tolerance = 1e-3      # relative change over the window that marks a run unconverged (beyond its noise)
     converged_window = 0.1          # the window: this fraction of a run's last checkpoints (svibench.claims.convergence)
+    timing_noise = 1.8              # how far apart two makings of one run can be in CPU time, as a factor ≥ 1: a
+                                    # faster or as-fast unit on CPU time that it could flip is undecided
+                                    # (svibench.settings.TIMING_NOISE, measured on the machine of the reports)
 
 What a metric means — which way is better, whether it is an objective, a task
 metric or a diagnostic, whether it is a fair ranking key — is declared by the
@@ -28,10 +31,10 @@ from typing import Any, Mapping
 from .metrics import Metric
 from .results import ResultsError
 
-__all__ = ["ReportSettings", "Target", "ReportError", "parse_target"]
+__all__ = ["ReportSettings", "Target", "ReportError", "parse_target", "TIMING_NOISE"]
 
 KNOWN_KEYS = ("target", "plot", "suboptimality", "split_panels", "converged_tolerance", "converged_window",
-              "authors")
+              "timing_noise", "authors")
 #: Keys of earlier versions that this one refuses, and why.
 REFUSED_KEYS = {key: "which way is better is declared by the model that reports a metric (svibench.metrics.Metric), "
                      "not by the study; remove this key" for key in ("lower_is_better", "higher_is_better")}
@@ -41,6 +44,12 @@ CONVERGED_TOLERANCE = 1e-3
 #: Default ``converged_window``: the fraction of a run's last checkpoints that rule looks at
 #: (:mod:`svibench.claims.convergence`, which also allows for the seed-to-seed noise).
 CONVERGED_WINDOW = 0.1
+#: Default ``timing_noise``: how far apart two CPU times of one run can be when it is made twice on one machine, as
+#: a factor.  Measured on the 2-core machine the reports are made on, quiet, one BLAS thread: 8 makings each of S&K-FG
+#: and of CVI on colon-cancer (split 0) took up to 1.71 and 1.57 times as long as one another at one checkpoint
+#: (about 30 ms of CPU), and 1.76 and 1.53 times at their last (1.2-2.0 s).  A ratio of two runs' times is known to
+#: within this factor either way (:mod:`svibench.claims`).
+TIMING_NOISE = 1.8
 TOLERANCES = ("relative", "absolute", "value")
 
 
@@ -82,6 +91,7 @@ class ReportSettings:
     split_panels: bool = False
     converged_tolerance: float = CONVERGED_TOLERANCE
     converged_window: float = CONVERGED_WINDOW
+    timing_noise: float = TIMING_NOISE
     #: Show every recorded metric (``svibench report --metrics all``), not the default view (:meth:`shown`).
     show_all: bool = False
     #: Metrics the study's claims and targets are judged on: shown by default beside the primary ones, so a
@@ -114,9 +124,12 @@ class ReportSettings:
         window = table.get("converged_window", CONVERGED_WINDOW)
         if isinstance(window, bool) or not isinstance(window, (int, float)) or not 0 < window < 1:
             raise ReportError(f"[report] converged_window: expected a fraction of the checkpoints in (0, 1), got {window!r}")
+        noise = table.get("timing_noise", TIMING_NOISE)
+        if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 1 <= noise < float("inf"):
+            raise ReportError(f"[report] timing_noise: expected a factor ≥ 1 (1: CPU times known exactly), got {noise!r}")
         ignored = tuple(sorted(set(table) - set(KNOWN_KEYS)))
         return cls(tuple(targets), ignored, tuple(plot), None if subopt is None else tuple(subopt), split, float(tol),
-                   float(window))
+                   float(window), float(noise))
 
     @classmethod
     def check(cls, table: dict[str, Any], metrics: set[str]) -> "ReportSettings":

@@ -21,8 +21,9 @@ The rule, stated in every report with its n:
   side of one that holds) is left out of n unless the claim is declared
   ``at_budget``; the verdict says how many.  So is a faster or as-fast unit
   on CPU time whose ratio of times is within the timing noise of the ratio
-  its answer turns on (:data:`.evidence.TIMING_NOISE`: two makings of one run
-  differ by up to that factor), whatever ``at_budget`` says.
+  its answer turns on (``[report] timing_noise``, by default
+  :data:`svibench.settings.TIMING_NOISE`: two makings of one run differ by up
+  to that factor), whatever ``at_budget`` says.
 - **Sign rule** (:mod:`.stats`).  With n decided units, k of which hold:
   *partly* when the units disagree only between problems (each problem
   unanimous on ≥ 3 units); else *reproduced* when the one-sided sign test
@@ -42,24 +43,29 @@ from dataclasses import dataclass, field, replace
 import pandas as pd
 
 from .schema import Claim
-from .evidence import TIMING_NOISE, Evidence
+from .evidence import Evidence
 from .kinds import CHOSEN_ON, Chosen, units
 from .stats import ALPHA, MIN_UNITS, sign_test
+from ..settings import TIMING_NOISE
 
-__all__ = ["Verdict", "VERDICTS", "MIN_UNITS", "PARTLY_UNITS", "judge", "Evidence", "RULE"]
+__all__ = ["Verdict", "VERDICTS", "MIN_UNITS", "PARTLY_UNITS", "judge", "Evidence", "rule"]
 
 VERDICTS = ("reproduced", "partly", "not reproduced", "mixed", "too few units", "incomplete", "not comparable",
             "not run")
 #: The fewest units each problem needs for a *partly* (every problem unanimous).
 PARTLY_UNITS = 3
-RULE = ("Paired units are (problem, seed); a method's variant is chosen on held-out data (the lowest seed, else the "
-        "first problem) that is then not a unit; a tie never holds; a diverged run fails its units. A unit is undecided "
-        "when a still-moving run could change its answer, or when its ratio of CPU times is within the timing noise "
-        f"(×{TIMING_NOISE:g} between two makings of one run) of the ratio its answer turns on. Sign rule on the decided "
-        f"units: partly when units disagree only between problems (each unanimous on ≥ {PARTLY_UNITS} units), else "
-        f"reproduced when the one-sided sign test gives p ≤ {ALPHA} that it holds, not reproduced when p ≤ {ALPHA} that "
-        f"it fails, else mixed (k/n); fewer than {MIN_UNITS} units: too few units. Incomplete: a planned run of a "
-        "named method is absent, crashed or timed out.")
+def rule(timing_noise: float = TIMING_NOISE) -> str:
+    """The verdict rule in words, printed under every report's claims (``timing_noise``: the study's)."""
+    return ("Paired units are (problem, seed); a method's variant is chosen on held-out data (the lowest seed, else the "
+            "first problem) that is then not a unit; a tie never holds; a diverged run fails its units. A unit is "
+            "undecided when a still-moving run could change its answer, or when its ratio of CPU times is within the "
+            f"timing noise (×{timing_noise:g} between two makings of one run) of the ratio its answer turns on. Sign "
+            f"rule on the decided units: partly when units disagree only between problems (each unanimous on ≥ "
+            f"{PARTLY_UNITS} units), else reproduced when the one-sided sign test gives p ≤ {ALPHA} that it holds, not "
+            f"reproduced when p ≤ {ALPHA} that it fails, else mixed (k/n); fewer than {MIN_UNITS} units: too few units. "
+            "Incomplete: a planned run of a named method is absent, crashed or timed out.")
+
+
 UNIT_COLUMNS = ["pool", "problem", "seed", "holds", "number", "detail", "unconverged", "within_noise", "comparable"]
 
 

@@ -21,18 +21,12 @@ from ..metrics import DERIVED, Metric
 from ..status import is_ok
 from .schema import Claim
 from .convergence import unconverged
-from ..settings import Target
+from ..settings import TIMING_NOISE, Target
 
-__all__ = ["Evidence", "Reach", "DEFAULT_TIE", "AXIS_VARIABLE", "JUDGED", "TIMING_NOISE"]
+__all__ = ["Evidence", "Reach", "DEFAULT_TIE", "AXIS_VARIABLE", "JUDGED"]
 
 #: Relative tolerance under which two values tie when neither the claim nor the study's target gives one.
 DEFAULT_TIE = 1e-3
-#: How far apart two CPU times of one run can be when it is made twice on one machine, as a factor.  Measured on
-#: the 2-core machine the reports are made on, quiet, one BLAS thread: 8 makings each of S&K-FG and of CVI on
-#: colon-cancer (split 0) took up to 1.71 and 1.57 times as long as one another at one checkpoint (about 30 ms of
-#: CPU), and 1.76 and 1.53 times at their last (1.2-2.0 s).  A ratio of two runs' times is known to within this
-#: factor either way.
-TIMING_NOISE = 1.8
 #: The results variable a claim's axis reads: CPU seconds, data passes, or (a [[paper]] row's ``iteration``) steps.
 AXIS_VARIABLE = {"time": "time", "epoch": "epoch", "iteration": "iteration"}
 #: The statuses a verdict judges: a run that ended ok, and one that diverged (a result about its method, which fails
@@ -77,8 +71,9 @@ class Evidence:
         Problem name → the trajectories of the paper's own code on it (:mod:`svibench.authors_code`), for the
         ``digits`` rule of value claims.
     timing_noise : float
-        The factor by which two makings of one run can differ in CPU time (:data:`TIMING_NOISE`): a faster or
-        as-fast unit on CPU time that a difference this large could flip is undecided.
+        The factor by which two makings of one run can differ in CPU time (``[report] timing_noise``, default
+        :data:`svibench.settings.TIMING_NOISE`): a faster or as-fast unit on CPU time that a difference this large
+        could flip is undecided.
     """
 
     ds: xr.Dataset

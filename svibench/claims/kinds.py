@@ -106,7 +106,7 @@ def _unit(pool: str, problem: str, seed: int, holds: bool, number: float, detail
 
 def _within_noise(ev: Evidence, claim: Claim, measured: float, bound: float) -> bool:
     """Whether a time-axis unit is decided by timing noise: its ``measured`` ratio of times lies within the timing
-    noise (:data:`~.evidence.TIMING_NOISE`) of the ``bound`` its answer turns on, either side of it."""
+    noise (``Evidence.timing_noise``) of the ``bound`` its answer turns on, either side of it."""
     return claim.axis == "time" and bound / ev.timing_noise < measured <= bound * ev.timing_noise
 
 

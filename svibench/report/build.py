@@ -173,7 +173,7 @@ def _answers(ds: xr.Dataset, manifest: dict, settings: ReportSettings, claims: l
     target = _target(settings, {m: metric_info(ds)[m] for m in metrics}, answers(ds))
     ev = Evidence(ds, metric_info(ds), list(manifest.get("runs", {}).values()), manifest.get("paper", []),
                   settings.targets_for(metrics, answers(ds)), settings.converged_tolerance, settings.converged_window,
-                  _authors(manifest))
+                  _authors(manifest), settings.timing_noise)
     verdicts = judge(claims, ev)
     rank = ranking(ev, target, settings.split_panels) if target else pd.DataFrame()
     tables = (ranking_tables(rank, unranked(ds, target.metric, settings.split_panels), target,
@@ -218,7 +218,8 @@ def write_report(results: str | Path, out: str | Path, *, dpi: int = 100, study:
     figures = _figures(ok, settings, info, references, colours, dpi) if ok.sizes["run"] else []
     ev, verdicts, rank, rankings, target = _answers(ds, manifest, settings, claims)
     top = _headline(ok, rank, settings, info, references, dpi)
-    glance = [*([rankings[0]] if rankings else []), *claims_tables(verdicts, amended), *([top] if top else [])]
+    glance = [*([rankings[0]] if rankings else []), *claims_tables(verdicts, amended, settings.timing_noise),
+              *([top] if top else [])]
     targets = settings.targets_for(metrics, answers(ds))
     profile = profile_table(ev, targets[0]) if targets and targets[0].metric in ds else None
     across = [profile[0], profile_figure(profile[1], colours, targets[0].metric, dpi=dpi)] if profile else []

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ..claims import RULE, Evidence, Verdict
+from ..claims import Evidence, Verdict, rule
 from ..claims.schema import Claim
 from .compare import TAUS, performance_profile, profile_ratios
 from .fmt import DASH, number
@@ -79,9 +79,10 @@ def ranking_tables(rank: pd.DataFrame, unranked: dict[str, list[str]], target: T
             Table(f"Ranking in detail: first to {target.describe()}", columns, rows + left_out, note, bold, rank))
 
 
-def claims_tables(verdicts: list[Verdict], amended: Amendments) -> list[Table]:
+def claims_tables(verdicts: list[Verdict], amended: Amendments, timing_noise: float) -> list[Table]:
     """The paper claims with their verdicts, then (apart, never in the tally) the project's own targets; a claim
-    edited after its runs (``amended``, from :func:`.frozen.amendments`; None: unknown) says so beside its verdict."""
+    edited after its runs (``amended``, from :func:`.frozen.amendments`; None: unknown) says so beside its verdict;
+    the rule under them with the ``timing_noise`` they were judged with."""
     out = []
     for ledger_kind, title in (("claim", "Claims of the papers, checked"), ("target", "Project targets (not paper claims)")):
         chosen = [v for v in verdicts if v.claim.ledger == ledger_kind]
@@ -93,7 +94,7 @@ def claims_tables(verdicts: list[Verdict], amended: Amendments) -> list[Table]:
         data = pd.DataFrame([{"id": v.claim.id, "source": v.claim.source, "kind": v.claim.kind, "verdict": v.verdict,
                               "units": len(v.units), "amended": None if amended is None else v.claim.id in amended}
                              for v in chosen])
-        notes = RULE + (f" {UNKNOWN}" if amended is None else "")
+        notes = rule(timing_noise) + (f" {UNKNOWN}" if amended is None else "")
         notes += "".join(f" [{k}]: {clause}." for k, clause in enumerate(shared, 1))
         out.append(Table(title, ["claim", "verdict", "why (this run)"], rows, notes,
                          {(i, 1) for i in range(len(rows))}, data))

@@ -291,10 +291,19 @@ def test_header_says_times_are_cpu_seconds_with_the_warm_up_apart(results):
     {"target": {"relative": 0.1}},
     {"target": {"metric": "elbo", "relative": 0.1, "absolute": 1.0}},
     {"target": {"metric": "elbo", "relative": -1}},
+    {"timing_noise": 0.5}, {"timing_noise": "2"}, {"timing_noise": True}, {"timing_noise": float("inf")},
 ])
 def test_a_bad_report_table_is_refused_naming_the_key(table):
     with pytest.raises(ReportError, match=r"\[report\]"):
         ReportSettings.parse(table)
+
+
+def test_a_study_sets_its_timing_noise_and_the_rule_says_it():
+    """``[report] timing_noise``: what the study's machine measured (default the reports' machine's 1.8); the
+    claims' rule under the verdicts says which."""
+    from svibench.claims import rule
+    assert ReportSettings.parse({}).timing_noise == 1.8 and ReportSettings.parse({"timing_noise": 1}).timing_noise == 1.0
+    assert "(×1.8 between two makings of one run)" in rule() and "(×1.25 between" in rule(1.25)
 
 
 def test_cli_report_and_run_write_the_report_and_no_report_turns_it_off(results, tmp_path, capsys):

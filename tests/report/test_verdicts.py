@@ -17,7 +17,7 @@ from svibench.metrics import Metric, metric_table, table_json
 from svibench.claims.schema import parse_claims
 from svibench.settings import ReportError, Target
 from svibench.claims import Evidence, judge
-from svibench.claims.evidence import TIMING_NOISE
+from svibench.settings import TIMING_NOISE
 from svibench.claims.kinds import CHOSEN_ON
 
 #: Seeds per method: the fewest on which a unanimous result passes the sign test (p = 1/32).
