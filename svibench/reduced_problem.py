@@ -85,7 +85,6 @@ def reduce(spec: ProblemSpec, f: float, plugins: Iterable[str] = ()) -> ProblemS
     return replace(spec, name=f"{spec.name} (rows × {f:.3g})", dataset_params=data, model_params=params)
 
 
-
 def exponent(at_smaller: float, at_f: float, sign: float = 1.0) -> float:
     """The law's exponent of a part from its CPU seconds at :data:`SMALLER` · f and at f: ``sign`` (linear; -1 for a
     quantity that falls as the rows grow, the epochs a minibatch covers) if it changed by more than the square root

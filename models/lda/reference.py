@@ -34,8 +34,6 @@ def mf_documents(indptr, words, counts, weights, alpha, gamma, iterations, tol, 
             np.add.at(stats, ids, (cts / phinorm)[:, None] * et * w)
 
 
-
-
 def _bisect(c: np.ndarray, target: float) -> int:
     return min(int(np.searchsorted(c, target, side="right")), len(c) - 1)
 
