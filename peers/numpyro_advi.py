@@ -113,12 +113,37 @@ def _fused(svi: Any, state: Any, n: Any, *data: Any) -> tuple[Any, Any]:
 def _moments(svi: Any, guide: str, state: Any) -> tuple[Any, ...]:
     """q(z) from the SVI state: (loc, scale) of the mean-field guide, (loc, scale-tril) of the others (the guide's
     ``get_posterior``), in one compiled call: eager JAX dispatches each operation of the parameters' transforms
-    on its own, which at D = 2,000 cost more than the checkpoint's metrics."""
+    on its own, which at D = 2,000 cost more than the checkpoint's metrics.  The full-rank guide's are its loc and
+    its scale-tril still unconstrained (a vector), which :func:`_scaled_unit_lower_cholesky` constrains."""
+    if guide == "mvn" and _constrained_in_numpy(svi.guide):
+        params = svi.optim.get_params(state.optim_state)
+        return params[f"{svi.guide.prefix}_loc"], params[f"{svi.guide.prefix}_scale_tril"]
     params = svi.get_params(state)
     if guide == "normal":
         return params["z_auto_loc"], params["z_auto_scale"]
     d = svi.guide.get_posterior(params)
     return d.loc, d.scale_tril
+
+
+def _constrained_in_numpy(guide: Any) -> bool:
+    """Whether the guide's scale-tril is NumPyro's ``scaled_unit_lower_cholesky``, the constraint
+    :func:`_scaled_unit_lower_cholesky` applies."""
+    from numpyro.distributions import constraints
+
+    return getattr(guide, "scale_tril_constraint", None) is constraints.scaled_unit_lower_cholesky
+
+
+def _scaled_unit_lower_cholesky(x: np.ndarray) -> np.ndarray:
+    """NumPyro's ``ScaledUnitLowerCholeskyTransform`` of an unconstrained vector x of length D(D+1)/2, in numpy:
+    L = diag(softplus(x's last D entries)) (U + I), U strictly lower triangular, filled row by row from x's first
+    D(D−1)/2 entries.  The compiled transform (an XLA scatter) took 0.2 s at D = 2,000 (colon-cancer)."""
+    n = int(round((np.sqrt(1 + 8 * x.size) - 1) / 2))
+    L = np.zeros((n, n))
+    for i in range(1, n):
+        L[i, :i] = x[i * (i - 1) // 2:i * (i + 1) // 2]
+    np.fill_diagonal(L, 1.0)
+    L *= np.logaddexp(x[-n:], 0.0)[:, None]
+    return L
 
 
 def _guide(settings: _Settings, model: Callable[..., Any]) -> Any:
@@ -259,6 +284,8 @@ class NumPyroADVI(Peer):
             q = GaussianPosterior(mean, np.diag(scale**2), np.diag(scale))
         else:
             mean, scale_tril = moments
+            if scale_tril.ndim == 1:
+                scale_tril = _scaled_unit_lower_cholesky(scale_tril)
             q = GaussianPosterior(mean, scale_tril=scale_tril)
         return self.model_.posterior_from_gaussian(q)
 

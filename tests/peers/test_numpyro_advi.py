@@ -99,8 +99,9 @@ def test_posterior_is_the_guides_gaussian(models, guide):
 
 @pytest.mark.parametrize("guide", ["normal", "mvn", "lowrank"])
 def test_the_compiled_read_out_is_numpyros_eager_posterior(models, guide):
-    """posterior() reads q(z) through one compiled call; it equals NumPyro's own eager read-out of the same state:
-    ``get_params`` and the guide's ``get_posterior`` (loc, covariance, scale-tril), or loc and scale."""
+    """posterior() reads q(z) through one compiled call (the full-rank guide's scale-tril constrained in numpy); it
+    equals NumPyro's own eager read-out of the same state: ``get_params`` and the guide's ``get_posterior`` (loc,
+    covariance, scale-tril), or loc and scale."""
     alg = _run(models["gpc"], 50, True, guide=guide)
     q = alg.posterior()
     program = _program(alg.settings_)
@@ -115,6 +116,10 @@ def test_the_compiled_read_out_is_numpyros_eager_posterior(models, guide):
     np.testing.assert_allclose(q.mean, loc, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(q.scale_tril, tril, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(q.cov, cov, rtol=1e-12, atol=1e-14)
+    if guide == "mvn":  # read out unconstrained, constrained in numpy
+        with _x64():
+            assert np.ndim(program.moments(alg.state_)[1]) == 1
+
 
 def test_reaches_chols_optimum_as_svibenchs_advi_does(models):
     """Full-rank ADVI (one draw, Adam 0.01, 5,000 fused steps) on logistic regression ends within 1% of the
