@@ -60,6 +60,9 @@ LLP_BOUND = np.array([
      3.528107790000000, 4.525933600000000, 5.933689180000000, 8.575194939999999, _INF],
 ])
 
+#: The pieces' ends l_0 = −∞ < l_1 < … < l_19 < h_19 = ∞ (piece r's h is piece r + 1's l), as a column.
+_ENDS = np.append(LLP_BOUND[3], LLP_BOUND[4, -1])[:, None]
+
 
 def expected_llp_bound(m: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The bound B(m, v) ≥ E[log(1 + eᵗ)], t ~ N(m, v), with ∂B/∂m and ∂B/∂v (Marlin et al. 2011, App. A).
@@ -92,10 +95,10 @@ def _moments(m: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, ...]:
         raise ValueError("the piecewise bound needs strictly positive variances")
     c, b, a, l, h = (row[:, None] for row in LLP_BOUND)
     sd = np.sqrt(v)
-    zl, zh = (l - m) / sd, (h - m) / sd
-    pl = np.exp(-0.5 * zl**2) / np.sqrt(2.0 * np.pi) / sd  # φ(z)/√v: the density of t at the ends
-    ph = np.exp(-0.5 * zh**2) / np.sqrt(2.0 * np.pi) / sd
-    cl, ch = 0.5 * erf(zl / np.sqrt(2.0)), 0.5 * erf(zh / np.sqrt(2.0))
+    z = (_ENDS - m) / sd  # each piece's ends: its l is the piece before's h, so 21 ends, not 40
+    p = np.exp(-0.5 * z**2) / np.sqrt(2.0 * np.pi) / sd  # φ(z)/√v: the density of t at the ends
+    half_cdf = 0.5 * erf(z / np.sqrt(2.0))
+    pl, ph, cl, ch = p[:-1], p[1:], half_cdf[:-1], half_cdf[1:]
     l, h = np.where(np.isfinite(l), l, 0.0), np.where(np.isfinite(h), h, 0.0)
     ex0 = ch - cl
     ex1 = v * (pl - ph) + m * ex0

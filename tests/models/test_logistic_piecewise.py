@@ -22,6 +22,7 @@ def _quad_llp(m: float, v: float) -> float:
 
 
 def test_the_pieces_cover_the_line_and_are_symmetric():
+    """Each piece starts where the one before ends (the bound takes its 21 ends once, not 40), and pieces mirror."""
     c, b, a, lo, hi = LLP_BOUND
     assert lo[0] == -np.inf and hi[-1] == np.inf and np.array_equal(lo[1:], hi[:-1])
     # the mirror image of piece r is piece 21 − r: llp(−t) = llp(t) − t, so b ↦ 1 − b with a, c kept
