@@ -188,5 +188,5 @@ class GPClassification(LatentLogisticModel):
         posterior = self.gaussian(posterior)
         out = self.elbo_metrics(posterior)
         if self.has_test:
-            out.update(binary_metrics(self.test_predictive(posterior), np.asarray(self.data.test["y"], float)))
+            out.update(binary_metrics(self.test_probabilities(posterior), np.asarray(self.data.test["y"], float)))
         return out

@@ -21,6 +21,8 @@ in bits with p̂ₙ = ∫σ(f)N(f|mₙ, vₙ)df (Table 3's "log loss"); test err
 mean held-out log-likelihood in nats; ``elbo_augmented``, the Jaakkola–Jordan
 bound (the PG-augmented ELBO at the optimal q(ω)), a lower bound of ``elbo``.
 Every algorithm's q(z), whatever its family, is scored with the same ``elbo``.
+With ``eval_test`` the test metrics are estimated at every checkpoint on a seeded subset of the test points and
+measured on every one at the last (``test_logloss_bits_whole``, …: :mod:`svibench.evaluation_subset`).
 
 :class:`LatentLogisticModel` holds what logistic regression and GP
 classification share: the likelihood, its Gaussian expectations, the
@@ -57,6 +59,7 @@ from svibench.capabilities.latent_gaussian import (
     quadratic_rows,
 )
 from svibench.data import Dataset
+from svibench.evaluation_subset import draw_subset, subset_refusal, whole_declarations, whole_metrics, with_whole
 from svibench.expfam import LOG_2PI, GaussianFullNatural
 from svibench.metrics import Metric, metric_table
 from svibench.model import IncompatibleData, Model, per_checkpoint
@@ -145,6 +148,10 @@ def binary_metrics(p: np.ndarray, y: np.ndarray) -> dict[str, float]:
     }
 
 
+#: The test metrics a seeded subset of the test points estimates at every checkpoint (``eval_test``) and the last
+#: checkpoint measures on every one (``_whole``).
+TEST_METRICS = ("test_logloss_bits", "test_logloss_nats", "test_error", "heldout_loglik")
+
 #: The choices of :class:`BayesianLogisticRegression`'s ``expectation``.
 EXPECTATIONS = ("accurate", "piecewise")
 
@@ -175,6 +182,9 @@ class LatentLogisticModel(PolyaGammaAugmented, Model):
     family_kinds: ClassVar[tuple[str, ...]] = ("meanfield", "full")
     posterior_types = (GaussianPosterior, ConjugatePosterior, PolyaGammaChain)
     y: np.ndarray
+    #: The test points every checkpoint scores, as sorted indices; None: every one (logistic regression's
+    #: ``eval_test``: :mod:`svibench.evaluation_subset`).
+    test_subset: np.ndarray | None = None
 
     @property
     def latent_dim(self) -> int:
@@ -222,20 +232,23 @@ class LatentLogisticModel(PolyaGammaAugmented, Model):
     def chain_latent(self, state: PolyaGammaChain) -> np.ndarray:
         return state.z.copy()
 
-    def test_probabilities(self, q: GaussianPosterior) -> np.ndarray | None:
-        """p̂(y* = 1) = ∫σ(ψ*)N(ψ*|m*, v*)dψ* of every test point under q (None: no test set)."""
-        return None if not self.has_test else self.test_predictive(q)
+    def test_probabilities(self, q: GaussianPosterior, whole: bool = False) -> np.ndarray | None:
+        """p̂(y* = 1) = ∫σ(ψ*)N(ψ*|m*, v*)dψ* under q of the test points a checkpoint scores (:attr:`test_subset`),
+        or of every one (``whole``); None: no test set."""
+        return None if not self.has_test else self.test_predictive(q, whole or self.test_subset is None)
 
     @per_checkpoint
-    def test_predictive(self, q: GaussianPosterior) -> np.ndarray:
+    def test_predictive(self, q: GaussianPosterior, whole: bool) -> np.ndarray:
         """:meth:`test_probabilities` of a model with a test set, once per checkpoint: the test metrics
         (:meth:`evaluate`) and the reference's predictive KL read the same (on a1a's 30,956 test points it is
         most of a checkpoint's scoring)."""
-        return predictive_probability(*self.posterior_test_marginals(q))
+        return predictive_probability(*self.posterior_test_marginals(q, whole))
 
-    def posterior_test_marginals(self, q: GaussianPosterior) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`test_marginals` under q itself (a model may read q's factor instead of its covariance)."""
-        return self.test_marginals(q.mean, q.cov)
+    def posterior_test_marginals(self, q: GaussianPosterior, whole: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`test_marginals` under q itself, of every test point or of :attr:`test_subset`'s (a model may read
+        q's factor instead of its covariance, and only the subset's rows)."""
+        m, v = self.test_marginals(q.mean, q.cov)
+        return (m, v) if whole or self.test_subset is None else (m[self.test_subset], v[self.test_subset])
 
     def test_probabilities_of_draws(self, draws: np.ndarray, chunk: int = 256) -> np.ndarray | None:
         """The posterior predictive p(y* = 1) of every test point, averaged over ``draws`` (S, D) of z."""
@@ -279,12 +292,22 @@ class BayesianLogisticRegression(LatentLogisticModel):
     expectation : {"accurate", "piecewise"}
         E_q[log p(yₙ|ηₙ)] handed to the latent-Gaussian algorithms: accurate to ~1e-10, or the
         piecewise bound of the authors' code (module docstring).
+    eval_test : int ≥ 0
+        The test points scored at every checkpoint (the test metrics and the reference's predictive KL): a
+        seeded random subset of that many (0: every one), with every one at the last checkpoint
+        (``test_logloss_bits_whole``, … and ``ref_predictive_kl_whole``): a checkpoint's predictive costs a
+        fraction of scoring all of them (a1a's 30,956 test points are most of its checkpoint).
+    eval_seed : int
+        Seed of that subset: one subset for every method, seed and checkpoint of a problem.
     """
 
     name = "logreg"
     conformance_problem = {"dataset": "breast-cancer", "dataset_params": {"split": 0}, "model_params": {"delta": 1.0}, "steps": 10}
     data_kinds = ("classification",)
-    metrics = LOGISTIC_METRICS
+    metrics = {**LOGISTIC_METRICS,
+               **metric_table(*whole_declarations(LOGISTIC_METRICS, TEST_METRICS, "every test point (eval_test)"))}
+    evaluation_params: ClassVar[tuple[str, ...]] = ("eval_test", "eval_seed")
+    row_params: ClassVar[tuple[str, ...]] = ("eval_test",)
     #: Exact for every q (a Gibbs chain is scored by its Gaussian moments).
     answer = "elbo"
     #: How the algorithms take E_q[log p(yₙ|ηₙ)]: the posterior does not depend on it.
@@ -292,7 +315,7 @@ class BayesianLogisticRegression(LatentLogisticModel):
     primary = ("elbo", "test_logloss_bits", "test_error")
 
     def __init__(self, data: Dataset, *, delta: float = 1.0, bias_precision: float = 1e-4,
-                 expectation: str = "accurate") -> None:
+                 expectation: str = "accurate", eval_test: int = 0, eval_seed: int = 0) -> None:
         super().__init__(data)
         if delta <= 0 or bias_precision <= 0:
             raise ValueError(f"logreg: delta and bias_precision are precisions and must be > 0, got {delta}, {bias_precision}")
@@ -309,6 +332,22 @@ class BayesianLogisticRegression(LatentLogisticModel):
         self.y_test = np.asarray(data.test["y"], dtype=float) if "y" in data.test else None
         self.precision = np.full(self.X.shape[1], float(delta))
         self.precision[0] = bias_precision
+        why = self.data_refusal(data, {"eval_test": eval_test})
+        if why:
+            raise ValueError(f"logreg: {why}")
+        self.X_scored, self.y_scored = self.X_test, self.y_test  # the test points a checkpoint scores
+        if self.has_test:
+            self.test_subset = draw_subset(eval_test, self.X_test.shape[0], eval_seed, "eval_test", "test points")
+            if self.test_subset is not None:
+                self.X_scored, self.y_scored = self.X_test[self.test_subset], self.y_test[self.test_subset]
+
+    @classmethod
+    def data_refusal(cls, data: Dataset, params: dict) -> str:
+        """An ``eval_test`` that is not a subset of the test points, or set on data without a test set."""
+        size, X = params.get("eval_test", 0), data.test.get("X")
+        if size and X is None:
+            return f"eval_test = {size!r}: {data.name!r} has no test set; remove eval_test"
+        return subset_refusal(size, X.shape[0], "eval_test", "test points") if size else ""
 
     @property
     def n_train(self) -> int:
@@ -391,8 +430,9 @@ class BayesianLogisticRegression(LatentLogisticModel):
         m = self.X_test @ mean
         return m, (np.zeros(()) if cov is None else quadratic_rows(self.X_test, cov))
 
-    def posterior_test_marginals(self, q: GaussianPosterior) -> tuple[np.ndarray, np.ndarray]:
-        return self.X_test @ q.mean, q.quadratic_rows(self.X_test)
+    def posterior_test_marginals(self, q: GaussianPosterior, whole: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        X = self.X_test if whole else self.X_scored
+        return X @ q.mean, q.quadratic_rows(X)
 
     # -- capability: latent Gaussian, the expectation the study chose
     def gaussian_expectation(self, m: np.ndarray, v: np.ndarray, batch: np.ndarray | None = None) -> ExpectedLoglik:
@@ -412,5 +452,20 @@ class BayesianLogisticRegression(LatentLogisticModel):
         q = self.gaussian(posterior)
         out = self.elbo_metrics(q)
         if self.has_test:
-            out.update(binary_metrics(self.test_predictive(q), self.y_test))
-        return out
+            out.update(binary_metrics(self.test_probabilities(q), self.y_scored))
+        return with_whole(out, TEST_METRICS, self.test_subset)
+
+    def evaluate_final(self, posterior, rng: np.random.Generator) -> dict[str, float]:
+        """With a subset of the test points at the checkpoints (``eval_test``): the ``_whole`` test metrics, on
+        every test point."""
+        if self.test_subset is None:
+            return {}
+        return whole_metrics(binary_metrics(self.test_probabilities(self.gaussian(posterior), whole=True), self.y_test),
+                             TEST_METRICS)
+
+    def final_evaluation_ratio(self) -> float:
+        """Test points over the rows a checkpoint reads (training rows and scored test points), which cost about
+        alike (an expectation by quadrature each)."""
+        if self.test_subset is None:
+            return 0.0
+        return self.X_test.shape[0] / (self.n_train + self.test_subset.size)

@@ -98,7 +98,7 @@ class _Trajectory:
         and the problem's reference posterior with its accuracy metrics if it has one (:mod:`svibench.reference`;
         a stale one raises)."""
         self.metrics, self.answer = model.metric_info(), type(model).answer
-        self.scorer, self.reference = scorer_for(problem, model)
+        self.scorer, self.reference = scorer_for(problem, model, self.score_checkpoints)
         if self.scorer is not None:
             self.metrics = {**self.metrics, **self.scorer.metrics}
             if not self.score_checkpoints:
@@ -121,25 +121,26 @@ class _Trajectory:
 
     def finish(self, model: Model, alg: Algorithm, rng: np.random.Generator) -> None:
         """Add the last-checkpoint-only metrics to the last row, if asked: the model's (:meth:`Model.evaluate_final`)
-        and, when the run is scored against its reference at the last checkpoint only, the scorer's."""
+        and the scorer's: every accuracy metric when the run is scored against its reference at the last checkpoint
+        only, else those it measures there alone (the predictive KL on every test point)."""
         if not self.final:
             return
         t_eval = time.perf_counter()
         posterior = alg.posterior()
         with model.checkpoint():
-            values = model.evaluate_final(posterior, rng)
-            if not self.score_checkpoints:
-                values = {**values, **self._score(model, posterior)}
+            values = {**model.evaluate_final(posterior, rng), **self._score(model, posterior, final=self.score_checkpoints)}
         self.evaluation_seconds += time.perf_counter() - t_eval
         if values:
             self._add(model, values)
 
-    def _score(self, model: Model, posterior: Any) -> dict[str, float]:
-        """The accuracy metrics of ``posterior`` against the reference (none without one), timed as scoring."""
+    def _score(self, model: Model, posterior: Any, final: bool = False) -> dict[str, float]:
+        """The accuracy metrics of ``posterior`` against the reference (none without one), or with ``final`` those
+        the scorer measures at the last checkpoint only (:meth:`~svibench.reference.attach.Scorer.final`), timed as
+        scoring."""
         if self.scorer is None:
             return {}
         t_accuracy = time.perf_counter()
-        values = self.scorer(model, posterior)
+        values = self.scorer.final(model, posterior) if final else self.scorer(model, posterior)
         self.accuracy_seconds += time.perf_counter() - t_accuracy
         return values
 

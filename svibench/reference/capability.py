@@ -74,8 +74,13 @@ class LabelSwitching(Protocol):
 
 @runtime_checkable
 class PredictsClasses(Protocol):
-    def test_probabilities(self, q: GaussianPosterior) -> np.ndarray | None:
-        """p(y* = 1) of every test point under a Gaussian q (None: no test set)."""
+    #: The test points a checkpoint scores, as indices (None: every one): the reference's predictive is compared
+    #: on them at the checkpoints, and on every one at the last (:mod:`svibench.evaluation_subset`).
+    test_subset: np.ndarray | None
+
+    def test_probabilities(self, q: GaussianPosterior, whole: bool = False) -> np.ndarray | None:
+        """p(y* = 1) under a Gaussian q of the test points ``test_subset`` (of every one if ``whole``; None: no
+        test set)."""
 
     def test_probabilities_of_draws(self, draws: np.ndarray) -> np.ndarray | None:
         """The posterior predictive p(y* = 1) of every test point, averaged over draws (S, D) of the latent."""

@@ -18,7 +18,11 @@ from svibench.models.lda import LDA
 from svibench.models.lda.evaluation import elbo
 from svibench.expfam import GammaNatural
 from svibench.models.gamma_factor import GammaFactor
+from svibench.models.logreg import BayesianLogisticRegression
 from svibench.models.pmf import PoissonGammaMF
+from svibench.capabilities.latent_gaussian import GaussianPosterior
+from svibench.reference.artifact import Reference
+from svibench.reference.attach import Scorer
 from svibench.report import write_report
 from svibench.report.subsets import subset_errors
 from svibench.results import open_results
@@ -113,6 +117,73 @@ def test_pmf_refuses_a_test_subset_where_the_test_data_are_held_out_entries():
         PoissonGammaMF.data_refusal(held, {"eval_test": 5})
     with pytest.raises(ValueError, match="eval_test = 41 must be 0 \\(every one of the 40 test images\\)"):
         PoissonGammaMF(data, n_factors=3, eval_test=41)
+
+
+def _classification(n_train: int = 40, n_test: int = 60, dim: int = 4):
+    from svibench.data import Dataset
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n_train + n_test, dim))
+    y = (X @ rng.standard_normal(dim) + rng.logistic(size=n_train + n_test) > 0).astype(float)
+    return Dataset("clf", "classification", train={"X": X[:n_train], "y": y[:n_train]},
+                   test={"X": X[n_train:], "y": y[n_train:]}, meta={})
+
+
+def _gaussian(dim: int) -> GaussianPosterior:
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((dim, dim))
+    return GaussianPosterior(rng.standard_normal(dim), 0.1 * A @ A.T + 0.05 * np.eye(dim))
+
+
+def test_logreg_scores_the_subset_of_test_points_at_checkpoints_and_every_one_at_the_last():
+    data = _classification()
+    every = BayesianLogisticRegression(data, delta=1.0)
+    sampled = BayesianLogisticRegression(data, delta=1.0, eval_test=15, eval_seed=2)
+    alone = BayesianLogisticRegression(dataclasses.replace(data, test={k: v[sampled.test_subset] for k, v in
+                                                                       data.test.items()}), delta=1.0)
+    q = _gaussian(5)
+    estimate, direct = sampled.evaluate(q, np.random.default_rng(0)), alone.evaluate(q, np.random.default_rng(0))
+    whole = every.evaluate(q, np.random.default_rng(0))
+    assert "test_logloss_bits_whole" not in estimate and whole["test_logloss_bits_whole"] == whole["test_logloss_bits"]
+    for name in ("test_logloss_bits", "test_logloss_nats", "test_error", "heldout_loglik"):
+        assert estimate[name] == pytest.approx(direct[name], rel=1e-12)
+    assert estimate["elbo"] == whole["elbo"]  # the training rows are never subsampled
+    final = sampled.evaluate_final(q, np.random.default_rng(0))
+    assert final == {f"{name}_whole": whole[name] for name in ("test_logloss_bits", "test_logloss_nats", "test_error",
+                                                              "heldout_loglik")}
+    assert sampled.final_evaluation_ratio() == 60 / (40 + 15) and every.final_evaluation_ratio() == 0.0
+
+
+def test_logreg_refuses_a_test_subset_larger_than_the_test_set_or_without_one():
+    data = _classification()
+    assert BayesianLogisticRegression.data_refusal(data, {"eval_test": 61}) == \
+        "eval_test = 61 must be 0 (every one of the 60 test points) or a number of them from 1 to 60"
+    no_test = dataclasses.replace(data, test={})
+    assert BayesianLogisticRegression.data_refusal(no_test, {"eval_test": 5}) == \
+        "eval_test = 5: 'clf' has no test set; remove eval_test"
+    with pytest.raises(ValueError, match="logreg: eval_test = 61 must be 0"):
+        BayesianLogisticRegression(data, eval_test=61)
+
+
+@pytest.mark.parametrize("checkpoints", [True, False])
+def test_the_reference_predictive_is_compared_on_the_same_test_points_and_on_every_one_at_the_last(checkpoints):
+    """The scorer's ref_predictive_kl reads the model's subset at every checkpoint, and ref_predictive_kl_whole every
+    test point at the last; a run scored at its last checkpoint only scores every point there."""
+    from svibench.reference.accuracy import bernoulli_kl
+
+    data = _classification()
+    sampled = BayesianLogisticRegression(data, delta=1.0, eval_test=15, eval_seed=2)
+    q, p_ref = _gaussian(5), np.random.default_rng(4).uniform(0.05, 0.95, 60)
+    reference = Reference({"mean": np.zeros(5), "cov": np.eye(5), "predictive": p_ref}, {})
+    scorer = Scorer.of(reference, sampled, checkpoints)
+    p_every = BayesianLogisticRegression(data, delta=1.0).test_probabilities(q)
+    if not checkpoints:
+        assert "ref_predictive_kl_whole" not in scorer.metrics and scorer.final(sampled, q) == {}
+        assert scorer(sampled, q)["ref_predictive_kl"] == bernoulli_kl(p_ref, p_every)
+        return
+    assert scorer.metrics["ref_predictive_kl_whole"].tracked_by == "ref_predictive_kl"
+    subset = sampled.test_subset
+    assert scorer(sampled, q)["ref_predictive_kl"] == bernoulli_kl(p_ref[subset], p_every[subset])
+    assert scorer.final(sampled, q) == {"ref_predictive_kl_whole": bernoulli_kl(p_ref, p_every)}
 
 
 def test_lda_elbo_on_complementary_subsets_weighs_back_to_the_whole_corpus_elbo():
