@@ -136,5 +136,6 @@ class ProximalGradientVI(CVI):
         return self.model_.n_train
 
     def posterior(self) -> GaussianPosterior:
-        cov = self.conjugate_.posterior(np.zeros_like(self.scored_precision_), -0.5 * self.scored_precision_).cov
-        return GaussianPosterior(self.mean_.copy(), cov)
+        # the sites' q gives log|Σ| with Σ (by the determinant lemma when N < D): the KL then needs no D × D Cholesky
+        q = self.conjugate_.posterior(np.zeros_like(self.scored_precision_), -0.5 * self.scored_precision_)
+        return GaussianPosterior(self.mean_.copy(), q.cov, logdet=q.logdet)

@@ -46,6 +46,8 @@ def test_pg_exact_is_the_authors_loop(w, n):
             alg.step()
         np.testing.assert_allclose(alg.posterior().mean, mean, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(alg.posterior().cov, cov, rtol=1e-9, atol=1e-12)
+        # log|Σ| comes with Σ (the KL to the prior then decomposes nothing), and is Σ's
+        assert alg.posterior().logdet == pytest.approx(np.linalg.slogdet(cov)[1], rel=1e-10)
 
 
 @pytest.mark.parametrize("shape", [(40, 5), (6, 30)])
