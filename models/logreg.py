@@ -233,8 +233,8 @@ class LatentLogisticModel(PolyaGammaAugmented, Model):
         return state.z.copy()
 
     def test_probabilities(self, q: GaussianPosterior, whole: bool = False) -> np.ndarray | None:
-        """p̂(y* = 1) = ∫σ(ψ*)N(ψ*|m*, v*)dψ* under q of the test points a checkpoint scores (:attr:`test_subset`),
-        or of every one (``whole``); None: no test set."""
+        """p̂(y* = 1) = ∫σ(ψ*)N(ψ*|m*, v*)dψ* under q of the test points a checkpoint scores
+        (:attr:`test_subset`), or of every one (``whole``); None: no test set."""
         return None if not self.has_test else self.test_predictive(q, whole or self.test_subset is None)
 
     @per_checkpoint

@@ -128,7 +128,8 @@ class _Trajectory:
         t_eval = time.perf_counter()
         posterior = alg.posterior()
         with model.checkpoint():
-            values = {**model.evaluate_final(posterior, rng), **self._score(model, posterior, final=self.score_checkpoints)}
+            values = model.evaluate_final(posterior, rng)
+            values = {**values, **self._score(model, posterior, final=self.score_checkpoints)}
         self.evaluation_seconds += time.perf_counter() - t_eval
         if values:
             self._add(model, values)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from svibench.capabilities.conjugate import ConjugatePosterior
+from svibench.capabilities.latent_gaussian import GaussianPosterior
 from svibench.data import DataError
 from svibench.datasets.gamma_factor import gamma_factor_synthetic
 from svibench.datasets.lda import lda_synthetic
@@ -20,7 +21,6 @@ from svibench.expfam import GammaNatural
 from svibench.models.gamma_factor import GammaFactor
 from svibench.models.logreg import BayesianLogisticRegression
 from svibench.models.pmf import PoissonGammaMF
-from svibench.capabilities.latent_gaussian import GaussianPosterior
 from svibench.reference.artifact import Reference
 from svibench.reference.attach import Scorer
 from svibench.report import write_report
