@@ -464,8 +464,8 @@ class BayesianLogisticRegression(LatentLogisticModel):
                              TEST_METRICS)
 
     def final_evaluation_ratio(self) -> float:
-        """Test points over the rows a checkpoint reads (training rows and scored test points), which cost about
-        alike (an expectation by quadrature each)."""
+        """Test points over the rows a checkpoint reads (training rows and scored test points): an upper estimate,
+        since a training row's ELBO terms (two expectations) cost more than a test point's predictive (one)."""
         if self.test_subset is None:
             return 0.0
         return self.X_test.shape[0] / (self.n_train + self.test_subset.size)
