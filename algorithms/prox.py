@@ -136,6 +136,7 @@ class ProximalGradientVI(CVI):
         return self.model_.n_train
 
     def posterior(self) -> GaussianPosterior:
-        # the sites' q gives log|Σ| with Σ (by the determinant lemma when N < D): the KL then needs no D × D Cholesky
+        # the sites' q, in the form it comes in (with log|Σ|, and Σ as diag − low rank when N < D): the metrics then
+        # decompose and form nothing D × D
         q = self.conjugate_.posterior(np.zeros_like(self.scored_precision_), -0.5 * self.scored_precision_)
-        return GaussianPosterior(self.mean_.copy(), q.cov, logdet=q.logdet)
+        return q.with_mean(self.mean_.copy())

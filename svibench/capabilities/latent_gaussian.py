@@ -71,44 +71,57 @@ class LatentGaussianPrior:
 class GaussianPosterior:
     """q(z) = N(mean, cov) — the posterior every latent-Gaussian algorithm reports.
 
-    Given by ``cov``, or by a lower-triangular factor the algorithm holds: ``scale_tril`` L with cov = LLᵀ, or
-    ``precision_tril`` L with cov⁻¹ = LLᵀ.  From a factor, :attr:`cov` is formed only when read (D³ flops: on
-    colon-cancer's D = 2,000 weights, most of a checkpoint), since a model's metrics mostly need only
-    diag(X cov Xᵀ) (:meth:`quadratic_rows`), diag(cov) (:meth:`variances`) and log|cov| (:attr:`logdet`), which
-    the factor gives in D²N and D³/3 flops.  :func:`kl_to_prior` uses ``scale_tril`` instead of decomposing cov
-    (which can fail in floating point when L's diagonal spans many decades).  ``logdet``, when known more cheaply
-    than from cov (log|Σ| by the determinant lemma from an N × N factor when N < D; −log|Λ| from
+    Given by ``cov``, or by a form the algorithm holds: ``scale_tril`` L with cov = LLᵀ, ``precision_tril`` L with
+    cov⁻¹ = LLᵀ, or ``low_rank`` (d, G) with cov = diag(d) − GᵀG (a diagonal prior updated by N < D sites, G of
+    shape (N, D)).  From these, :attr:`cov` is formed only when read (D³ or D²N flops: on colon-cancer's D = 2,000
+    weights, most of a checkpoint), since a model's metrics mostly need only diag(X cov Xᵀ)
+    (:meth:`quadratic_rows`), diag(cov) (:meth:`variances`) and log|cov| (:attr:`logdet`), which the factor gives in
+    D²N and D³/3 flops, the low-rank form in DN per row.  :func:`kl_to_prior` uses ``scale_tril`` instead of
+    decomposing cov (which can fail in floating point when L's diagonal spans many decades).  ``logdet``, when known
+    more cheaply than from cov (log|Σ| by the determinant lemma from an N × N factor when N < D; −log|Λ| from
     ``precision_tril``, which sets it), spares :func:`kl_to_prior` a D × D Cholesky under a diagonal prior.
     ``cov`` may also be a vector of variances (a diagonal q)."""
 
     def __init__(self, mean: np.ndarray, cov: np.ndarray | None = None, scale_tril: np.ndarray | None = None,
-                 logdet: float | None = None, *, precision_tril: np.ndarray | None = None) -> None:
-        if cov is None and scale_tril is None and precision_tril is None:
-            raise ValueError("GaussianPosterior needs cov, scale_tril or precision_tril")
-        self.mean, self.scale_tril, self.precision_tril = mean, scale_tril, precision_tril
+                 logdet: float | None = None, *, precision_tril: np.ndarray | None = None,
+                 low_rank: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        if cov is None and scale_tril is None and precision_tril is None and low_rank is None:
+            raise ValueError("GaussianPosterior needs cov, scale_tril, precision_tril or low_rank")
+        self.mean, self.scale_tril, self.precision_tril, self.low_rank = mean, scale_tril, precision_tril, low_rank
         if precision_tril is not None and logdet is None:
             logdet = -2.0 * float(np.sum(np.log(np.diag(precision_tril))))
         self.logdet = logdet
         if cov is not None:
             self.__dict__["cov"] = cov
 
+    def with_mean(self, mean: np.ndarray) -> "GaussianPosterior":
+        """The same covariance, in the same form, about another mean."""
+        return GaussianPosterior(mean, self.cov if self._has_cov() else None, self.scale_tril, self.logdet,
+                                 precision_tril=self.precision_tril, low_rank=self.low_rank)
+
     @functools.cached_property
     def cov(self) -> np.ndarray:
         """Σ, formed from the factor the first time it is read."""
         if self.scale_tril is not None:
             return self.scale_tril @ self.scale_tril.T
+        if self.low_rank is not None:
+            d, G = self.low_rank
+            return np.diag(d) - G.T @ G
         return inverse_from_cholesky(self.precision_tril)
 
     def _has_cov(self) -> bool:
-        return "cov" in self.__dict__ or self.precision_tril is None and self.scale_tril is None
+        return "cov" in self.__dict__ or self.precision_tril is None and self.scale_tril is None and self.low_rank is None
 
     def variances(self) -> np.ndarray:
-        """diag(Σ): from Σ if formed, else the row norms of ``scale_tril`` or the column norms of
-        ``precision_tril``'s inverse."""
+        """diag(Σ): from Σ if formed, else the row norms of ``scale_tril``, d − the column norms of the low-rank
+        form's G, or the column norms of ``precision_tril``'s inverse."""
         if self._has_cov():
             return np.diag(self.cov) if np.ndim(self.cov) == 2 else np.asarray(self.cov)
         if self.scale_tril is not None:
             return np.einsum("ij,ij->i", self.scale_tril, self.scale_tril)
+        if self.low_rank is not None:
+            d, G = self.low_rank
+            return d - np.einsum("nd,nd->d", G, G)
         inv, info = scipy.linalg.lapack.dtrtri(self.precision_tril, lower=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"trtri: the factor is singular (info = {info})")
@@ -116,8 +129,14 @@ class GaussianPosterior:
         return np.einsum("ij,ij->j", inv, inv)
 
     def quadratic_rows(self, X) -> np.ndarray:
-        """diag(X Σ Xᵀ) for a dense or sparse X of N rows: from Σ when it is formed or D ≤ N (forming it costs
-        less than the factor's D²N then), else from the factor."""
+        """diag(X Σ Xᵀ) for a dense or sparse X of N rows: from the low-rank form when given (D times its rank
+        per row), else from Σ when it is formed or D ≤ N (forming it costs less than the factor's D²N then), else
+        from the factor."""
+        if self.low_rank is not None:
+            d, G = self.low_rank
+            XG = np.asarray(X @ G.T)
+            Xsq = X.multiply(X) if scipy.sparse.issparse(X) else np.square(X)
+            return np.asarray(Xsq @ d).ravel() - np.einsum("nr,nr->n", XG, XG)
         D = len(self.mean)
         if self._has_cov() or D <= X.shape[0]:
             return quadratic_rows(X, self.cov)
@@ -339,10 +358,10 @@ class GaussianFromSites:
             return GaussianPosterior(m, cov_eta)
         XA = self.X * self.prior_var  # XΣ₀, (N, D)
         G = scipy.linalg.solve_triangular(L, np.sqrt(w)[:, None] * XA, lower=True)
-        cov = np.diag(self.prior_var) - G.T @ G
+        # Σ = Σ₀ − GᵀG, kept in that form: the metrics read diag(Σ) and diag(XΣXᵀ) from it in DN flops a row
         # |Σ⁻¹| = |Σ₀⁻¹ + XᵀWX| = |Σ₀⁻¹| |I + W^½XΣ₀XᵀW^½| (determinant lemma), the latter LLᵀ
         logdet = float(np.sum(np.log(self.prior_var)) - 2.0 * np.sum(np.log(np.diag(L))))
-        return GaussianPosterior(XA.T @ (lam1 - w * m), cov, logdet=logdet)
+        return GaussianPosterior(XA.T @ (lam1 - w * m), low_rank=(self.prior_var, G), logdet=logdet)
 
     def _precision(self, w: np.ndarray) -> np.ndarray:
         """Σ₀⁻¹ + XᵀWX (weight space)."""

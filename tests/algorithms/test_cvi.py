@@ -242,19 +242,19 @@ def test_the_papers_gauss_hermite_setting_reproduces_the_50_node_rule():
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_a_posterior_given_by_a_factor_gives_its_covariances_quantities_and_forms_it_only_when_read(sparse):
-    """GaussianPosterior from Σ, from L with Σ = LLᵀ and from L with Σ⁻¹ = LLᵀ: the same variances, diag(XΣXᵀ),
-    log|Σ|, KL and Σ itself; with more dimensions than rows, the metrics of a logistic regression read the factor
-    and never form Σ (D³ flops), and give what Σ gives."""
+    """GaussianPosterior from Σ, from L with Σ = LLᵀ, from L with Σ⁻¹ = LLᵀ and from Σ = diag(d) − GᵀG: the same
+    variances, diag(XΣXᵀ), log|Σ|, KL and Σ itself; with more dimensions than rows, the metrics of a logistic
+    regression read the factor and never form Σ (D³ flops), and give what Σ gives."""
     rng = np.random.default_rng(7)
     D, N = 40, 12
-    A = rng.normal(size=(D, D))
-    cov = A @ A.T / D + 0.1 * np.eye(D)
+    d, G = rng.uniform(1.0, 3.0, D), 0.1 * rng.normal(size=(5, D))
+    cov = np.diag(d) - G.T @ G
     mean = rng.normal(size=D)
     scale, prec = np.linalg.cholesky(cov), np.linalg.cholesky(np.linalg.inv(cov))
     X = rng.normal(size=(N, D)) * (rng.random((N, D)) < 0.3)
     X = scipy.sparse.csr_matrix(X) if sparse else X
     forms = [GaussianPosterior(mean, cov), GaussianPosterior(mean, scale_tril=scale),
-             GaussianPosterior(mean, precision_tril=prec)]
+             GaussianPosterior(mean, precision_tril=prec), GaussianPosterior(mean, low_rank=(d, G))]
     prior = LatentGaussianPrior(precision=np.full(D, 2.0))
     truth = forms[0]
     for q in forms[1:]:
@@ -264,7 +264,7 @@ def test_a_posterior_given_by_a_factor_gives_its_covariances_quantities_and_form
         assert kl_to_prior(q, prior) == pytest.approx(kl_to_prior(truth, prior), rel=1e-10)
         np.testing.assert_allclose(q.cov, cov, rtol=1e-10, atol=1e-12)
     assert forms[2].logdet == pytest.approx(np.linalg.slogdet(cov)[1], rel=1e-12)
-    with pytest.raises(ValueError, match="needs cov, scale_tril or precision_tril"):
+    with pytest.raises(ValueError, match="needs cov, scale_tril, precision_tril or low_rank"):
         GaussianPosterior(mean)
     data = Dataset("wide", "classification", {"X": X[:, 1:], "y": (rng.random(N) < 0.5).astype(float)},
                    {"X": X[:6, 1:], "y": np.ones(6)})
@@ -274,6 +274,10 @@ def test_a_posterior_given_by_a_factor_gives_its_covariances_quantities_and_form
     q = GaussianPosterior(mean, precision_tril=prec)
     model.evaluate(q, rng)
     assert "cov" not in vars(q)
+    sites = GaussianFromSites(model).posterior(rng.normal(size=N), -0.5 * rng.uniform(0.1, 1.0, N))  # D > N
+    assert sites.low_rank is not None and sites.logdet is not None
+    model.evaluate(sites, rng)
+    assert "cov" not in vars(sites)
 
 
 def test_a_kernel_prior_given_with_its_factor_gives_the_same_kl_to_the_bit():
