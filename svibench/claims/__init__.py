@@ -54,6 +54,8 @@ VERDICTS = ("reproduced", "partly", "not reproduced", "mixed", "too few units", 
             "not run")
 #: The fewest units each problem needs for a *partly* (every problem unanimous).
 PARTLY_UNITS = 3
+
+
 def rule(timing_noise: float = TIMING_NOISE) -> str:
     """The verdict rule in words, printed under every report's claims (``timing_noise``: the study's)."""
     return ("Paired units are (problem, seed); a method's variant is chosen on held-out data (the lowest seed, else the "

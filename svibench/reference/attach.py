@@ -71,7 +71,7 @@ class Scorer:
 
     @property
     def metrics(self) -> dict[str, Metric]:
-        names = [m for m in ACCURACY_METRICS if m != "ref_predictive_kl" or self.reference.predictive is not None]
+        names = [m for m in ACCURACY_METRICS if m != PREDICTIVE or self.reference.predictive is not None]
         whole = whole_declarations(ACCURACY_METRICS, [PREDICTIVE], "every test point") if self.subset_predictive else ()
         return {**{m: ACCURACY_METRICS[m] for m in names}, **{m.name: m for m in whole}, **self.component_metrics}
 
