@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from svibench.numerics.jit import numba
+from svibench.numerics.jit import njit_taking_functions, numba
 
 __all__ = ["adam_update", "adam_steps"]
 
@@ -32,7 +32,7 @@ def adam_update(g, m1, m2, t, lr, b1, b2, eps, phi):
         phi[p] += lr * (m1[p] / c1) / (math.sqrt(m2[p] / c2) + eps)
 
 
-@_jit
+@njit_taking_functions(error_model="numpy")
 def adam_steps(family_gradient, kernel, data, noise, phi, m1, m2, t, lr, b1, b2, eps):
     """``noise.shape[0]`` steps from Adam's step count ``t``, φ, m1, m2 updated in place, each on its
     base draws ``noise[k]`` (S, D).  Returns 0, or the step (1-based) after which φ was not finite

@@ -15,11 +15,13 @@ import math
 
 import numpy as np
 
-from svibench.numerics.jit import numba
+from svibench.numerics.jit import njit_taking_functions, numba
 
 __all__ = ["full_rank_gradient", "mean_field_gradient"]
 
-_jit = numba.njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
+_OPTIONS = {"error_model": "numpy", "fastmath": {"reassoc", "contract"}}
+_jit = numba.njit(cache=True, **_OPTIONS)
+_jit_taking_kernel = njit_taking_functions(**_OPTIONS)  # the model's gradient kernel is an argument
 
 
 @_jit
@@ -30,7 +32,7 @@ def _softplus_sigmoid(rho):
     return math.log1p(e) + max(rho, 0.0), sig
 
 
-@_jit
+@_jit_taking_kernel
 def full_rank_gradient(phi, eps, kernel, data, out):
     """FullGaussian, φ = (m, ρ, tril₋₁(U)) row-major, L = diag(s) U, s = softplus(ρ): with Uε_s,
     z_s = m + s ∘ Uε_s and g_s = ∇_z log p(y, z_s), ∂/∂m = Σ g_s, ∂/∂ρ = Σ g_s ∘ Uε_s σ(ρ) (+ σ(ρ)/s
@@ -62,7 +64,7 @@ def full_rank_gradient(phi, eps, kernel, data, out):
         out[D + i] = out[D + i] * sig[i] + sig[i] / s[i]
 
 
-@_jit
+@_jit_taking_kernel
 def mean_field_gradient(phi, eps, kernel, data, out):
     """MeanFieldGaussian, φ = (m, ω), s = exp(ω): z_s = m + s ∘ ε_s, ∂/∂m = Σ g_s,
     ∂/∂ω = s ∘ Σ g_s ∘ ε_s (+ 1 from H = Σ ω_i)."""
