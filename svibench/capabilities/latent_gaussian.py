@@ -110,7 +110,7 @@ class GaussianPosterior:
         return inverse_from_cholesky(self.precision_tril)
 
     def _has_cov(self) -> bool:
-        return "cov" in self.__dict__ or self.precision_tril is None and self.scale_tril is None and self.low_rank is None
+        return "cov" in self.__dict__ or all(f is None for f in (self.precision_tril, self.scale_tril, self.low_rank))
 
     def variances(self) -> np.ndarray:
         """diag(Σ): from Σ if formed, else the row norms of ``scale_tril``, d − the column norms of the low-rank
